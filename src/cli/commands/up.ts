@@ -1,0 +1,60 @@
+/** `ironring up`: run everything in one process on the embedded default, until SIGINT/SIGTERM. */
+import { Command, Option } from 'commander';
+import { commandContext } from '../context.js';
+
+export function upCommand(): Command {
+  return new Command('up')
+    .summary('run everything in one process (API on 127.0.0.1:6385, SQLite under ./ironring-data)')
+    .description(
+      'Run ironring all-in-one: create the data directory, migrate the database (SQLite under ' +
+        '--data-dir unless --database is given) and serve the REST API. Stops cleanly on SIGINT or ' +
+        'SIGTERM; a second signal exits at once.',
+    )
+    .addOption(new Option('--data-dir <dir>', 'directory for local state (overrides data_dir)').default(undefined, './ironring-data'))
+    .addOption(new Option('--api-address <host:port>', 'address the API listens on (overrides [api] address)').default(undefined, '127.0.0.1:6385'))
+    .addOption(new Option('--database <url>', 'database URL (overrides [database] url); default sqlite under the data dir'))
+    .addHelpText(
+      'after',
+      '\nExamples:\n  npx ironring up\n  npx ironring up --data-dir /var/lib/ironring --api-address 0.0.0.0:6385\n' +
+        '  npx ironring up --database postgres://ironring@db.example.org/ironring',
+    )
+    .action(async (_opts: unknown, command: Command) => {
+      const { config, logger } = commandContext(command, {
+        dataDir: 'DEFAULT.data_dir',
+        apiAddress: 'api.address',
+        database: 'database.url',
+      });
+      // Loaded on use so that `--help` and other commands start fast.
+      const { startAllInOne } = await import('../../up/all-in-one.js');
+      const services = await startAllInOne(config, logger);
+      process.stdout.write(
+        [
+          'ironring is up.',
+          `  data directory: ${services.dataDir}`,
+          `  database:       ${services.database}`,
+          `  API:            ${services.apiUrl}/v1  (health: ${services.apiUrl}/healthz)`,
+          `  try:            curl ${services.apiUrl}/v1`,
+          'Press Ctrl+C to stop.',
+          '',
+        ].join('\n'),
+      );
+      await waitForStopSignal(() => {
+        logger.warn('second signal: exiting now');
+        process.exit(130);
+      });
+      logger.info('stopping');
+      await services.stop();
+    });
+}
+
+/** Resolves on the first SIGINT or SIGTERM; a second one calls `onSecond`. */
+function waitForStopSignal(onSecond: () => void): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const first = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', first).off('SIGTERM', first);
+      process.once('SIGINT', onSecond).once('SIGTERM', onSecond);
+      resolve(signal);
+    };
+    process.on('SIGINT', first).on('SIGTERM', first);
+  });
+}

@@ -1,0 +1,207 @@
+/**
+ * Every configuration option ironring reads: its section, type, default and a one-line description.
+ *
+ * Section and option names follow Ironic's where one exists, so an operator's muscle memory carries
+ * over. This table is the single source for validation, `config defaults`, `config show`, the
+ * `IRONRING_…` environment variables and the typed `Config` object the rest of the code reads.
+ */
+
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const HASH_RING_MODES = ['balanced', 'tooz'] as const;
+
+/** What a value must be; `describe` words appear in error messages ("expected an integer ≥ 1"). */
+export type OptionType =
+  | { kind: 'string'; pattern?: RegExp; describe?: string }
+  | { kind: 'integer'; min?: number; max?: number }
+  | { kind: 'number'; min?: number }
+  | { kind: 'boolean' }
+  | { kind: 'enum'; values: readonly string[] }
+  | { kind: 'address' };
+
+export interface OptionSpec {
+  type: OptionType;
+  default: string | number | boolean;
+  description: string;
+  /** Masked in `config show` (for URLs only the password part). */
+  secret?: boolean;
+  /** A file-system path: relative values are resolved against the working directory or data_dir. */
+  path?: 'cwd' | 'data_dir';
+}
+
+/** `host:port` with an IPv4 address, a host name, or a bracketed IPv6 address. */
+export const ADDRESS_PATTERN = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
+
+const seconds = (min: number) => ({ kind: 'integer', min }) as const;
+
+/**
+ * The option table. `DEFAULT` holds the top-level keys of the TOML file (those before any
+ * `[section]`), as in Ironic's `[DEFAULT]`.
+ */
+export const OPTIONS = {
+  DEFAULT: {
+    host: {
+      type: { kind: 'string', pattern: /^[A-Za-z0-9_.-]*$/, describe: 'letters, digits, _ . - only' },
+      default: '',
+      description: 'Name of this host in the cluster (conductor hostname, compute host); empty means the machine hostname.',
+    },
+    data_dir: {
+      type: { kind: 'string' },
+      default: './ironring-data',
+      path: 'cwd',
+      description: 'Directory for local state; relative paths in other options are resolved against it.',
+    },
+    log_level: {
+      type: { kind: 'enum', values: LOG_LEVELS },
+      default: 'info',
+      description: 'Least severe log level written.',
+    },
+  },
+  database: {
+    url: {
+      type: { kind: 'string' },
+      default: '',
+      description: 'Database URL: sqlite:///abs/path.db, sqlite:relative.db or postgres://user:pass@host:port/db; empty means sqlite under data_dir.',
+      secret: true,
+    },
+    max_pool_size: {
+      type: { kind: 'integer', min: 1, max: 1000 },
+      default: 10,
+      description: 'Most connections one process opens to a PostgreSQL database.',
+    },
+    connect_timeout: {
+      type: seconds(1),
+      default: 10,
+      description: 'Seconds to wait for a database connection before giving up.',
+    },
+    sqlite_busy_timeout: {
+      type: { kind: 'integer', min: 0 },
+      default: 5000,
+      description: 'Milliseconds an SQLite writer waits for a lock held by another process.',
+    },
+  },
+  api: {
+    address: {
+      type: { kind: 'address' },
+      default: '127.0.0.1:6385',
+      description: 'Address (host:port) the REST API listens on.',
+    },
+    public_endpoint: {
+      type: { kind: 'string' },
+      default: '',
+      description: 'Base URL clients use to reach the API, for links in responses; empty means the request Host header.',
+    },
+    max_limit: {
+      type: { kind: 'integer', min: 1 },
+      default: 1000,
+      description: 'Most items one list request returns; larger pages get a next link.',
+    },
+  },
+  conductor: {
+    conductor_group: {
+      type: { kind: 'string', pattern: /^[a-zA-Z0-9_.-]*$/, describe: 'letters, digits, _ . - only' },
+      default: '',
+      description: 'Conductor group this conductor serves (lower-cased); nodes of other groups are never placed here.',
+    },
+    heartbeat_interval: {
+      type: seconds(1),
+      default: 10,
+      description: 'Seconds between heartbeats written with the database clock.',
+    },
+    heartbeat_timeout: {
+      type: seconds(2),
+      default: 60,
+      description: 'Seconds without a heartbeat (by the database clock) after which a conductor is dead.',
+    },
+    graceful_shutdown_timeout: {
+      type: seconds(0),
+      default: 60,
+      description: 'Seconds a stopping conductor waits for locked work to finish before releasing its locks.',
+    },
+    sync_local_state_interval: {
+      type: seconds(0),
+      default: 180,
+      description: 'Seconds between safety-net passes that re-check local boot state (0 disables; ring changes still trigger passes).',
+    },
+    hash_ring_mode: {
+      type: { kind: 'enum', values: HASH_RING_MODES },
+      default: 'balanced',
+      description: "Ring placement: 'balanced' (ironring's) or 'tooz' (byte-for-byte Ironic's placements).",
+    },
+    hash_partition_exponent: {
+      type: { kind: 'integer', min: 0, max: 16 },
+      default: 5,
+      description: "In 'tooz' mode, each conductor gets 2**exponent points on the ring, as in Ironic.",
+    },
+  },
+  pxe: {
+    tftp_root: {
+      type: { kind: 'string' },
+      default: 'tftpboot',
+      path: 'data_dir',
+      description: 'Root directory served over TFTP (boot configs, per-MAC links, kernels).',
+    },
+    tftp_master_path: {
+      type: { kind: 'string' },
+      default: 'master_images',
+      path: 'data_dir',
+      description: 'Image cache directory; must be on the same file system as tftp_root for hard links.',
+    },
+  },
+  deploy: {
+    http_root: {
+      type: { kind: 'string' },
+      default: 'httpboot',
+      path: 'data_dir',
+      description: 'Root directory served over HTTP to iPXE clients.',
+    },
+  },
+} as const satisfies Record<string, Record<string, OptionSpec>>;
+
+export type Sections = typeof OPTIONS;
+export type SectionName = keyof Sections;
+
+type ValueOf<S extends OptionSpec> = S['type'] extends { kind: 'integer' | 'number' }
+  ? number
+  : S['type'] extends { kind: 'boolean' }
+    ? boolean
+    : S['type'] extends { kind: 'enum'; values: readonly (infer V)[] }
+      ? V
+      : string;
+
+/** The validated, effective configuration; every option has a value. */
+export type Config = {
+  -readonly [S in SectionName]: { -readonly [K in keyof Sections[S]]: Sections[S][K] extends OptionSpec ? ValueOf<Sections[S][K]> : never };
+};
+
+/** All options as a flat list, in table order. */
+export function listOptions(): Array<{ section: SectionName; key: string; spec: OptionSpec }> {
+  const out: Array<{ section: SectionName; key: string; spec: OptionSpec }> = [];
+  for (const section of Object.keys(OPTIONS) as SectionName[]) {
+    for (const [key, spec] of Object.entries(OPTIONS[section])) out.push({ section, key, spec: spec as OptionSpec });
+  }
+  return out;
+}
+
+/** Human words for a type, used in errors and in `config defaults`. */
+export function describeType(type: OptionType): string {
+  switch (type.kind) {
+    case 'string':
+      return type.describe ? `a string (${type.describe})` : 'a string';
+    case 'integer': {
+      const bounds = [type.min !== undefined ? `≥ ${type.min}` : '', type.max !== undefined ? `≤ ${type.max}` : '']
+        .filter(Boolean)
+        .join(' and ');
+      return bounds ? `an integer ${bounds}` : 'an integer';
+    }
+    case 'number':
+      return type.min !== undefined ? `a number ≥ ${type.min}` : 'a number';
+    case 'boolean':
+      return 'a boolean (true or false)';
+    case 'enum':
+      return `one of ${type.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'address':
+      return 'an address host:port (port 0–65535)';
+  }
+}

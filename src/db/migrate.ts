@@ -1,0 +1,95 @@
+/**
+ * Applying the schema. Three migration sets, one per kind of database (DESIGN §3): the bare-metal
+ * tables, the compute tier's API database and a cell database. The embedded default keeps all three
+ * in one database; a multi-cell deployment applies `api` to the API database and `cell` to each
+ * cell's. Each set records what it applied in its own table, so re-running is a no-op.
+ */
+import { Migrator, sql } from 'kysely';
+import type { Kysely, Migration, MigrationResult, MigrationResultSet } from 'kysely';
+import { IronringError } from '../common/errors.js';
+import type { Engine, Store } from './connect.js';
+import type { Database } from './schema.js';
+import { apiInitial } from './migrations/api-0001-initial.js';
+import { baremetalInitial } from './migrations/baremetal-0001-initial.js';
+import { cellInitial } from './migrations/cell-0001-initial.js';
+
+import { MIGRATION_SETS } from './migration-sets.js';
+import type { MigrationSet } from './migration-sets.js';
+
+export { MIGRATION_SETS };
+export type { MigrationSet };
+
+/** Every migration of a set, by name; names sort in the order they apply. */
+function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migration> {
+  switch (set) {
+    case 'baremetal':
+      return { '0001_initial': baremetalInitial(engine) };
+    case 'api':
+      return { '0001_initial': apiInitial(engine) };
+    case 'cell':
+      return { '0001_initial': cellInitial(engine) };
+  }
+}
+
+function migratorFor(store: Store, set: MigrationSet, db: Kysely<Database> = store.db, disableTransactions = false): Migrator {
+  return new Migrator({
+    db,
+    provider: { getMigrations: () => Promise.resolve(migrationsOf(set, store.engine)) },
+    migrationTableName: `ironring_migrations_${set}`,
+    migrationLockTableName: `ironring_migrations_${set}_lock`,
+    disableTransactions,
+  });
+}
+
+/**
+ * Runs one set's pending migrations. PostgreSQL serialises concurrent migrators with Kysely's
+ * advisory lock. SQLite has no such lock and a deferred transaction lets two processes both see
+ * "nothing applied" and both create the tables, so there the whole run is one `BEGIN IMMEDIATE`
+ * transaction: the second process waits (busy timeout) and then finds everything applied.
+ */
+async function migrateSet(store: Store, set: MigrationSet): Promise<MigrationResultSet> {
+  if (store.engine !== 'sqlite') return migratorFor(store, set).migrateToLatest();
+  return store.db.connection().execute(async (conn) => {
+    await sql`begin immediate`.execute(conn);
+    try {
+      const outcome = await migratorFor(store, set, conn, true).migrateToLatest();
+      await sql.raw(outcome.error ? 'rollback' : 'commit').execute(conn);
+      return outcome;
+    } catch (err) {
+      await sql`rollback`.execute(conn);
+      throw err;
+    }
+  });
+}
+
+/** Thrown when a migration fails; the database is left at the last migration that succeeded. */
+export class MigrationFailed extends IronringError {
+  override readonly exitCode = 1;
+}
+
+export interface MigrationReport {
+  set: MigrationSet;
+  /** Migrations applied by this run, in order (empty when the schema was current). */
+  applied: string[];
+}
+
+/** Brings the database up to date with the given sets (all by default). */
+export async function migrateDatabase(store: Store, sets: readonly MigrationSet[] = MIGRATION_SETS): Promise<MigrationReport[]> {
+  const reports: MigrationReport[] = [];
+  for (const set of sets) {
+    const { error, results } = await migrateSet(store, set);
+    const applied = (results ?? []).filter((r: MigrationResult) => r.status === 'Success').map((r) => r.migrationName);
+    if (error) {
+      const failed = (results ?? []).find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+      throw new MigrationFailed(`migration ${set}/${failed} failed on ${store.displayUrl}: ${(error as Error).message ?? String(error)}`, { cause: error });
+    }
+    reports.push({ set, applied });
+  }
+  return reports;
+}
+
+/** Names of the migrations already applied for a set, or an empty list for a fresh database. */
+export async function appliedMigrations(store: Store, set: MigrationSet): Promise<string[]> {
+  const all = await migratorFor(store, set).getMigrations();
+  return all.filter((m) => m.executedAt !== undefined).map((m) => m.name);
+}

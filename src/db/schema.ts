@@ -1,0 +1,234 @@
+/**
+ * Kysely types of every table (DESIGN §3), for both dialects.
+ *
+ * Reads always give `Date` for timestamps, `boolean` for flags and parsed objects for JSON columns,
+ * whichever the engine: PostgreSQL does it natively, SQLite through `SqliteValuesPlugin`, driven by the
+ * column-name sets below. Writes pass JSON columns as `JSON.stringify(…)` text.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+/** A timestamp: read as `Date`, written as a `Date`, an ISO string or a database-clock expression. */
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** A timestamp the database fills in on insert. */
+export type CreatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+/** A JSON object column: read parsed, written as JSON text. */
+export type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
+/** A JSON column with a default. */
+export type JsonWithDefault<T = Record<string, unknown>> = ColumnType<T, string | undefined, string>;
+/** A flag column with a default. */
+export type Flag = ColumnType<boolean, boolean | undefined, boolean>;
+
+// ---- bare-metal tier ------------------------------------------------------------------------
+
+export interface ConductorsTable {
+  id: Generated<number>;
+  hostname: string;
+  conductor_group: ColumnType<string, string | undefined, string>;
+  online: Flag;
+  /** Hardware types this conductor serves. */
+  drivers: JsonWithDefault<string[]>;
+  /** Base URL of the conductor's RPC endpoint (`http://host:port`). */
+  rpc_url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** `host:port` of the conductor's TFTP server, for DHCP next-server. */
+  tftp_address: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Base URL of the conductor's HTTP boot server. */
+  http_url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Relative weight on the ring (≥ 1). */
+  weight: ColumnType<number, number | undefined, number>;
+  created_at: CreatedAt;
+  /** The heartbeat, always written with the database clock. */
+  updated_at: CreatedAt;
+}
+
+export interface ConductorHardwareInterfacesTable {
+  id: Generated<number>;
+  conductor_id: number;
+  hardware_type: string;
+  interface_type: string;
+  interface_name: string;
+  default: Flag;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+type Nullable<T> = ColumnType<T | null, T | null | undefined, T | null>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface NodesTable {
+  id: Generated<number>;
+  uuid: string;
+  name: Nullable<string>;
+  description: Nullable<string>;
+  driver: string;
+  driver_info: JsonWithDefault;
+  driver_internal_info: JsonWithDefault;
+  properties: JsonWithDefault;
+  instance_info: JsonWithDefault;
+  extra: JsonWithDefault;
+  instance_uuid: Nullable<string>;
+  conductor_group: ColumnType<string, string | undefined, string>;
+  resource_class: Nullable<string>;
+  provision_state: string;
+  target_provision_state: Nullable<string>;
+  provision_updated_at: NullableTimestamp;
+  power_state: Nullable<string>;
+  target_power_state: Nullable<string>;
+  maintenance: Flag;
+  maintenance_reason: Nullable<string>;
+  last_error: Nullable<string>;
+  /** Hostname of the conductor holding the node's exclusive lock. */
+  reservation: Nullable<string>;
+  /** Id of the conductor whose local boot state is current for this node. */
+  conductor_affinity: Nullable<number>;
+  boot_interface: Nullable<string>;
+  console_interface: Nullable<string>;
+  deploy_interface: Nullable<string>;
+  inspect_interface: Nullable<string>;
+  management_interface: Nullable<string>;
+  network_interface: Nullable<string>;
+  power_interface: Nullable<string>;
+  rescue_interface: Nullable<string>;
+  vendor_interface: Nullable<string>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface PortsTable {
+  id: Generated<number>;
+  uuid: string;
+  /** MAC address, lower-case, colon-separated. */
+  address: string;
+  node_id: number;
+  pxe_enabled: Flag;
+  physical_network: Nullable<string>;
+  local_link_connection: JsonWithDefault;
+  extra: JsonWithDefault;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface NodeHistoryTable {
+  id: Generated<number>;
+  uuid: string;
+  node_id: number;
+  /** Hostname of the conductor that recorded the event. */
+  conductor: Nullable<string>;
+  event_type: string;
+  severity: string;
+  event: string;
+  user: Nullable<string>;
+  created_at: CreatedAt;
+}
+
+// ---- compute tier: API database ---------------------------------------------------------------
+
+export interface CellMappingsTable {
+  id: Generated<number>;
+  uuid: string;
+  name: string;
+  transport_url: Nullable<string>;
+  /** URL of the cell's database. */
+  database_connection: string;
+  disabled: Flag;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface HostMappingsTable {
+  id: Generated<number>;
+  cell_id: number;
+  host: string;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface InstanceMappingsTable {
+  id: Generated<number>;
+  instance_uuid: string;
+  cell_id: Nullable<number>;
+  project_id: Nullable<string>;
+  queued_for_delete: Flag;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+// ---- compute tier: cell database --------------------------------------------------------------
+
+export interface ServicesTable {
+  id: Generated<number>;
+  uuid: string;
+  host: string;
+  binary: string;
+  topic: Nullable<string>;
+  report_count: ColumnType<number, number | undefined, number>;
+  disabled: Flag;
+  disabled_reason: Nullable<string>;
+  forced_down: Flag;
+  /** Heartbeat, written with the database clock. */
+  last_seen_up: NullableTimestamp;
+  /** True once discovery has mapped this service's host to the cell. */
+  mapped: Flag;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface ComputeNodesTable {
+  id: Generated<number>;
+  /** The bare-metal node's uuid. */
+  uuid: string;
+  /** The compute service host exposing this node. */
+  host: string;
+  hypervisor_hostname: string;
+  resource_class: Nullable<string>;
+  /** True once discovery has mapped this node's host to the cell. */
+  mapped: Flag;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface InstancesTable {
+  id: Generated<number>;
+  uuid: string;
+  display_name: Nullable<string>;
+  project_id: Nullable<string>;
+  /** Compute service host that manages the instance. */
+  host: Nullable<string>;
+  /** Bare-metal node uuid the instance runs on. */
+  node: Nullable<string>;
+  resource_class: Nullable<string>;
+  vm_state: string;
+  task_state: Nullable<string>;
+  image: JsonWithDefault;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+/** Every table; one database may hold all of them (the embedded default) or a subset. */
+export interface Database {
+  conductors: ConductorsTable;
+  conductor_hardware_interfaces: ConductorHardwareInterfacesTable;
+  nodes: NodesTable;
+  ports: PortsTable;
+  node_history: NodeHistoryTable;
+  cell_mappings: CellMappingsTable;
+  host_mappings: HostMappingsTable;
+  instance_mappings: InstanceMappingsTable;
+  services: ServicesTable;
+  compute_nodes: ComputeNodesTable;
+  instances: InstancesTable;
+}
+
+/** Flag columns (0/1 in SQLite), read back as booleans. */
+export const BOOLEAN_COLUMNS: ReadonlySet<string> = new Set([
+  'online', 'default', 'maintenance', 'pxe_enabled', 'disabled', 'queued_for_delete', 'forced_down', 'mapped',
+]);
+
+/** Timestamp columns (ISO-8601 text in SQLite), read back as `Date`. */
+export const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set([
+  'created_at', 'updated_at', 'provision_updated_at', 'last_seen_up',
+]);
+
+/** JSON columns (text in SQLite, jsonb in PostgreSQL), read back parsed. */
+export const JSON_COLUMNS: ReadonlySet<string> = new Set([
+  'drivers', 'driver_info', 'driver_internal_info', 'properties', 'instance_info', 'extra', 'local_link_connection', 'image',
+]);

@@ -1,0 +1,53 @@
+/**
+ * The all-in-one deployment behind `ironring up`: every role in one process on one database (an
+ * embedded SQLite file under the data directory unless told otherwise). Today that is the API;
+ * the conductor, compute service and scheduler join it as they land.
+ */
+import { mkdir } from 'node:fs/promises';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from '../common/logger.js';
+import type { Config } from '../config/options.js';
+import { buildApi, listenApi } from '../api/server.js';
+import { openDatabase } from '../db/connect.js';
+import type { Store } from '../db/connect.js';
+import { migrateDatabase } from '../db/migrate.js';
+
+export interface RunningServices {
+  dataDir: string;
+  /** The database URL, password masked. */
+  database: string;
+  apiUrl: string;
+  /** Migrations this start applied, as `set/name`. */
+  migrated: string[];
+  /** Stops everything started; idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startAllInOne(config: Config, logger: Logger): Promise<RunningServices> {
+  await mkdir(config.DEFAULT.data_dir, { recursive: true });
+  const store: Store = await openDatabase(config.database.url, {
+    maxPoolSize: config.database.max_pool_size,
+    connectTimeout: config.database.connect_timeout,
+    sqliteBusyTimeout: config.database.sqlite_busy_timeout,
+  });
+  let app: FastifyInstance | undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      if (app) await app.close();
+      await store.close();
+      logger.info('stopped');
+    })());
+  try {
+    const reports = await migrateDatabase(store);
+    const migrated = reports.flatMap((r) => r.applied.map((name) => `${r.set}/${name}`));
+    if (migrated.length > 0) logger.info({ migrated }, 'database schema migrated');
+    app = buildApi({ store, config, logger });
+    const apiUrl = await listenApi(app, config.api.address);
+    logger.info({ url: apiUrl }, 'API listening');
+    return { dataDir: config.DEFAULT.data_dir, database: store.displayUrl, apiUrl, migrated, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/connect.js';
+import type { Store } from '../../src/db/connect.js';
+import { MIGRATION_SETS, appliedMigrations, migrateDatabase } from '../../src/db/migrate.js';
+import { createTestDatabase, testEngines } from '../helpers/databases.js';
+import type { TestDatabase } from '../helpers/databases.js';
+
+const engines = await testEngines();
+
+const TABLES = [
+  'conductors', 'conductor_hardware_interfaces', 'nodes', 'ports', 'node_history',
+  'cell_mappings', 'host_mappings', 'instance_mappings', 'services', 'compute_nodes', 'instances',
+];
+
+describe.each(engines)('migrations on %s', (engine) => {
+  let target: TestDatabase;
+  let store: Store;
+
+  beforeEach(async () => {
+    target = await createTestDatabase(engine);
+    store = await openDatabase(target.url);
+  });
+  afterEach(async () => {
+    await store.close();
+    await target.drop();
+  });
+
+  async function tableNames(): Promise<string[]> {
+    const tables = await store.db.introspection.getTables();
+    return tables.map((t) => t.name).sort();
+  }
+
+  it('creates every table of the schema on an empty database', async () => {
+    expect(await tableNames()).toEqual([]);
+    const reports = await migrateDatabase(store);
+    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, ['0001_initial']]));
+    const names = await tableNames();
+    for (const table of TABLES) expect(names).toContain(table);
+  });
+
+  it('is a no-op when re-run, leaving data untouched', async () => {
+    await migrateDatabase(store);
+    await store.db.insertInto('conductors').values({ hostname: 'c1' }).execute();
+    const again = await migrateDatabase(store);
+    expect(again.every((r) => r.applied.length === 0)).toBe(true);
+    expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial']);
+    const rows = await store.db.selectFrom('conductors').select('hostname').execute();
+    expect(rows).toEqual([{ hostname: 'c1' }]);
+  });
+
+  it('applies only the sets asked for', async () => {
+    await migrateDatabase(store, ['api']);
+    const names = await tableNames();
+    expect(names).toContain('cell_mappings');
+    expect(names).not.toContain('nodes');
+    expect(await appliedMigrations(store, 'cell')).toEqual([]);
+  });
+
+  // SQLite's busy wait blocks the event loop, so two handles in one process would stall each other;
+  // the CLI tests run concurrent migrations on SQLite from separate processes instead.
+  if (engine === 'postgres') it('applies the schema once when two migrators run at once', async () => {
+    const other = await openDatabase(target.url);
+    try {
+      await Promise.all([migrateDatabase(store), migrateDatabase(other)]);
+    } finally {
+      await other.close();
+    }
+    expect(await appliedMigrations(store, 'cell')).toEqual(['0001_initial']);
+  });
+
+  describe('with the schema applied', () => {
+    beforeEach(async () => {
+      await migrateDatabase(store);
+    });
+
+    async function insertNode(values: { uuid?: string; name?: string | null; instance_uuid?: string | null } = {}) {
+      return store.db
+        .insertInto('nodes')
+        .values({ uuid: values.uuid ?? randomUUID(), name: values.name ?? null, instance_uuid: values.instance_uuid ?? null, driver: 'fake-hardware', provision_state: 'enroll' })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+    }
+
+    it('refuses duplicate node uuid, name and instance_uuid', async () => {
+      const uuid = randomUUID();
+      const instance = randomUUID();
+      await insertNode({ uuid, name: 'n1', instance_uuid: instance });
+      await expect(insertNode({ uuid })).rejects.toThrow(/unique|duplicate/i);
+      await expect(insertNode({ name: 'n1' })).rejects.toThrow(/unique|duplicate/i);
+      await expect(insertNode({ instance_uuid: instance })).rejects.toThrow(/unique|duplicate/i);
+      // Unnamed nodes and nodes without instances are many.
+      await insertNode();
+      await insertNode();
+      const count = await store.db.selectFrom('nodes').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow();
+      expect(Number(count.n)).toBe(3);
+    });
+
+    it('refuses a duplicate port address and deletes ports with their node', async () => {
+      const node = await insertNode();
+      await store.db.insertInto('ports').values({ uuid: randomUUID(), address: '52:54:00:12:34:56', node_id: node.id }).execute();
+      await expect(
+        store.db.insertInto('ports').values({ uuid: randomUUID(), address: '52:54:00:12:34:56', node_id: node.id }).execute(),
+      ).rejects.toThrow(/unique|duplicate/i);
+      await store.db.deleteFrom('nodes').where('id', '=', node.id).execute();
+      expect(await store.db.selectFrom('ports').selectAll().execute()).toEqual([]);
+    });
+
+    it('refuses a duplicate conductor hostname and a weight below 1', async () => {
+      await store.db.insertInto('conductors').values({ hostname: 'c1' }).execute();
+      await expect(store.db.insertInto('conductors').values({ hostname: 'c1' }).execute()).rejects.toThrow(/unique|duplicate/i);
+      await expect(store.db.insertInto('conductors').values({ hostname: 'c2', weight: 0 }).execute()).rejects.toThrow(/check/i);
+    });
+
+    it('maps a host to one cell only, and a service once per binary', async () => {
+      const cell = await store.db
+        .insertInto('cell_mappings')
+        .values({ uuid: randomUUID(), name: 'cell1', database_connection: 'sqlite::memory:' })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await store.db.insertInto('host_mappings').values({ cell_id: cell.id, host: 'compute-1' }).execute();
+      await expect(store.db.insertInto('host_mappings').values({ cell_id: cell.id, host: 'compute-1' }).execute()).rejects.toThrow(/unique|duplicate/i);
+      await store.db.insertInto('services').values({ uuid: randomUUID(), host: 'compute-1', binary: 'ironring-compute' }).execute();
+      await expect(
+        store.db.insertInto('services').values({ uuid: randomUUID(), host: 'compute-1', binary: 'ironring-compute' }).execute(),
+      ).rejects.toThrow(/unique|duplicate/i);
+    });
+
+    it('reads flags, timestamps and JSON as the same JavaScript values on every engine', async () => {
+      const before = await store.now();
+      await store.db
+        .insertInto('conductors')
+        .values({ hostname: 'c1', online: false, drivers: JSON.stringify(['fake-hardware', 'ipmi']) })
+        .execute();
+      const row = await store.db.selectFrom('conductors').selectAll().where('hostname', '=', 'c1').executeTakeFirstOrThrow();
+      expect(row.online).toBe(false);
+      expect(row.drivers).toEqual(['fake-hardware', 'ipmi']);
+      expect(row.created_at).toBeInstanceOf(Date);
+      expect(row.updated_at.getTime()).toBeGreaterThanOrEqual(before.getTime() - 1);
+      expect(row.conductor_group).toBe('');
+      expect(row.weight).toBe(1);
+
+      const node = await insertNode();
+      const stored = await store.db.selectFrom('nodes').selectAll().where('id', '=', node.id).executeTakeFirstOrThrow();
+      expect(stored.maintenance).toBe(false);
+      expect(stored.driver_info).toEqual({});
+      expect(stored.provision_updated_at).toBeNull();
+
+      await store.db.updateTable('nodes').set({ maintenance: true, driver_info: JSON.stringify({ ipmi_address: '10.0.0.1' }) }).where('id', '=', node.id).execute();
+      const updated = await store.db.selectFrom('nodes').select(['maintenance', 'driver_info']).where('id', '=', node.id).executeTakeFirstOrThrow();
+      expect(updated).toEqual({ maintenance: true, driver_info: { ipmi_address: '10.0.0.1' } });
+    });
+
+    it('compares heartbeats against the database clock', async () => {
+      await store.db.insertInto('conductors').values({ hostname: 'fresh', updated_at: store.sqlNow() }).execute();
+      await store.db.insertInto('conductors').values({ hostname: 'stale', updated_at: new Date(Date.now() - 3_600_000) }).execute();
+      const cutoff = new Date((await store.now()).getTime() - 60_000);
+      const live = await store.db.selectFrom('conductors').select('hostname').where('updated_at', '>=', cutoff).execute();
+      expect(live).toEqual([{ hostname: 'fresh' }]);
+    });
+  });
+});

@@ -1,0 +1,111 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli, startCli } from '../helpers/cli.js';
+import type { CliProcess } from '../helpers/cli.js';
+import { createTestDatabase, testEngines } from '../helpers/databases.js';
+
+const engines = await testEngines();
+
+let dir: string;
+let running: CliProcess[] = [];
+beforeEach(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'ironring-up-'));
+  running = [];
+});
+afterEach(async () => {
+  for (const p of running) {
+    if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    await p.exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function startUp(args: string[]): Promise<{ proc: CliProcess; base: string }> {
+  const proc = startCli(['up', '--api-address', '127.0.0.1:0', ...args], { cwd: dir });
+  running.push(proc);
+  const m = await proc.waitForOutput(/API: +(http:\/\/127\.0\.0\.1:\d+)\/v1/);
+  return { proc, base: m[1]! };
+}
+
+describe('ironring up', () => {
+  it('creates its data directory, serves /v1 and /healthz, and exits 0 on SIGTERM', async () => {
+    const dataDir = path.join(dir, 'state');
+    const { proc, base } = await startUp(['--data-dir', dataDir]);
+    expect(proc.stdout()).toContain(`data directory: ${dataDir}`);
+    expect(proc.stdout()).toContain(`database:       sqlite://${dataDir}/ironring.db`);
+    expect(existsSync(path.join(dataDir, 'ironring.db'))).toBe(true);
+
+    const v1 = await fetch(`${base}/v1`);
+    expect(v1.status).toBe(200);
+    expect(((await v1.json()) as { id: string }).id).toBe('v1');
+    const health = await fetch(`${base}/healthz`);
+    expect(((await health.json()) as { status: string }).status).toBe('ok');
+
+    proc.child.kill('SIGTERM');
+    expect(await proc.exited).toBe(0);
+    await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+  });
+
+  it('exits 0 on SIGINT and keeps its database for the next start', async () => {
+    const first = await startUp(['--data-dir', dir]);
+    expect(first.proc.stderr()).toContain('database schema migrated');
+    first.proc.child.kill('SIGINT');
+    expect(await first.proc.exited).toBe(0);
+
+    const second = await startUp(['--data-dir', dir]);
+    expect(second.proc.stderr()).not.toContain('database schema migrated');
+    second.proc.child.kill('SIGTERM');
+    expect(await second.proc.exited).toBe(0);
+  });
+
+  it('refuses an occupied port with one line naming it, exit code 1', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const res = runCli(['up', '--data-dir', dir, '--api-address', `127.0.0.1:${port}`], { cwd: dir });
+      expect(res.code).toBe(1);
+      expect(res.stderr.trim().split('\n').at(-1)).toBe(
+        `ironring: cannot listen for the API on 127.0.0.1:${port}: address already in use (change it with --api-address or [api] address)`,
+      );
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('refuses a malformed --api-address with exit code 2', () => {
+    const res = runCli(['up', '--data-dir', dir, '--api-address', 'localhost'], { cwd: dir });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe('ironring: command line: [api] address: expected an address host:port (port 0–65535), got "localhost"\n');
+  });
+
+  it('refuses an unreachable database with exit code 1 and starts nothing', () => {
+    const res = runCli(['up', '--data-dir', dir, '--database', 'postgres://ironring:pw@127.0.0.1:1/ironring'], { cwd: dir });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim().split('\n').at(-1)).toBe(
+      'ironring: cannot connect to database postgres://ironring:***@127.0.0.1:1/ironring: connection refused (is the server running and listening there?)',
+    );
+    expect(res.stdout).toBe('');
+  });
+
+  if (engines.includes('postgres')) {
+    it('runs on PostgreSQL given --database', async () => {
+      const target = await createTestDatabase('postgres');
+      try {
+        const { proc, base } = await startUp(['--data-dir', dir, '--database', target.url]);
+        const health = (await (await fetch(`${base}/healthz`)).json()) as { engine: string };
+        expect(health.engine).toBe('postgres');
+        expect(existsSync(path.join(dir, 'ironring.db'))).toBe(false);
+        proc.child.kill('SIGTERM');
+        expect(await proc.exited).toBe(0);
+      } finally {
+        await target.drop();
+      }
+    });
+  }
+});

@@ -1,0 +1,72 @@
+/** Running the built `ironring` command the way a user does: a real process, real exit codes. */
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BIN = path.join(REPO_ROOT, 'bin', 'ironring');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Environment for child processes: ours without IRONRING_* settings that would leak in. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('IRONRING_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+export function runCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliResult {
+  const res = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: cleanEnv(options.env),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/** A long-running `ironring …` process with its output collected. */
+export interface CliProcess {
+  child: ChildProcessWithoutNullStreams;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when stdout matches `pattern` (rejects on exit or timeout). */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code once the process has exited. */
+  exited: Promise<number | null>;
+}
+
+export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliProcess {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? REPO_ROOT, env: cleanEnv(options.env) });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let done = false;
+  void exited.then(() => (done = true));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitForOutput(pattern, timeoutMs = 15_000) {
+      const started = Date.now();
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const m = pattern.exec(out);
+          if (m) return resolve(m);
+          if (done) return reject(new Error(`process exited before printing ${pattern}; stderr: ${err}`));
+          if (Date.now() - started > timeoutMs) return reject(new Error(`timed out waiting for ${pattern}; stderr: ${err}`));
+          setTimeout(check, 25);
+        };
+        check();
+      });
+    },
+  };
+}
