@@ -1,0 +1,181 @@
+/**
+ * Node locks ("reservations", as Ironic calls them): a node's `reservation` column holds the
+ * hostname of the conductor allowed to mutate it. Taking and dropping the lock are single
+ * conditional UPDATEs, so the database decides who wins and no transaction is ever held open —
+ * which matters on SQLite, where a writer waiting for a lock blocks its whole process.
+ *
+ * The lock only names a host, so it excludes tasks of the same conductor from each other too: a
+ * second `reserveNode` by the holder itself fails like anyone else's until the first is released.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Kysely, Selectable } from 'kysely';
+import type { Store } from '../db/connect.js';
+import type { Database, NodesTable } from '../db/schema.js';
+import { NodeLocked, NodeNotFound, NodeNotLocked } from './errors.js';
+
+/** A node row as read from the database (JSON columns parsed, timestamps as `Date`). */
+export type NodeRow = Selectable<NodesTable>;
+
+/** A node named by row id (`42` or `{ id: 42 }`), uuid, or name. */
+export type NodeRef = number | { readonly id: number } | string;
+
+/** Waits `ms` milliseconds; injectable so tests never sleep for real. */
+export type Sleep = (ms: number) => Promise<void>;
+
+/** How `reserveNode` retries a node another task holds. */
+export interface ReserveOptions {
+  /** Tries in all, the first included (Ironic's `node_locked_retry_attempts`); default 3. */
+  attempts?: number;
+  /** Milliseconds between tries (Ironic's `node_locked_retry_interval`); default 1000. */
+  intervalMs?: number;
+  /** How to wait between tries; default a real timer. */
+  sleep?: Sleep;
+}
+
+/** Options of `releaseReservationsOf`. */
+export interface ReleaseReservationsOptions {
+  /** Hostname of the conductor doing the release, recorded in each node's history. */
+  by: string;
+  /** Why, for the history entry (e.g. `heartbeat expired`, `conductor restarted`). */
+  reason: string;
+}
+
+/** Ironic's defaults: three tries, one second apart. */
+export const DEFAULT_RESERVE_ATTEMPTS = 3;
+export const DEFAULT_RESERVE_INTERVAL_MS = 1000;
+
+const defaultSleep: Sleep = (ms) => delay(ms);
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface NodeKey {
+  column: 'id' | 'uuid' | 'name';
+  value: number | string;
+}
+
+/** Which column a `NodeRef` matches: the id, a uuid-shaped string's uuid, otherwise the name. */
+export function nodeKey(node: NodeRef): NodeKey {
+  if (typeof node === 'number') return { column: 'id', value: node };
+  if (typeof node === 'object') return { column: 'id', value: node.id };
+  return { column: UUID_PATTERN.test(node) ? 'uuid' : 'name', value: node };
+}
+
+function describeRef(node: NodeRef): string | number {
+  return typeof node === 'object' ? node.id : node;
+}
+
+/** Reads the node's uuid and current holder, or throws `NodeNotFound`. */
+async function readHolder(store: Store, node: NodeRef): Promise<{ uuid: string; reservation: string | null }> {
+  const key = nodeKey(node);
+  const row = await store.db
+    .selectFrom('nodes')
+    .select(['uuid', 'reservation'])
+    .where(key.column, '=', key.value)
+    .executeTakeFirst();
+  if (!row) throw new NodeNotFound(describeRef(node));
+  return row;
+}
+
+/**
+ * Takes the exclusive lock of `node` for conductor `host` and returns the node as locked.
+ *
+ * One conditional UPDATE per try (`reservation IS NULL`); when it matches nothing, one SELECT tells
+ * a missing node (`NodeNotFound`, at once) from a held one, which is retried `attempts` times in all,
+ * `intervalMs` apart, before `NodeLocked` names the holder. A lock that turns out free between the
+ * two statements is tried again at once: someone released it, there is nothing to wait for.
+ */
+export async function reserveNode(store: Store, node: NodeRef, host: string, options: ReserveOptions = {}): Promise<NodeRow> {
+  const attempts = Math.max(1, Math.floor(options.attempts ?? DEFAULT_RESERVE_ATTEMPTS));
+  const intervalMs = options.intervalMs ?? DEFAULT_RESERVE_INTERVAL_MS;
+  const sleep = options.sleep ?? defaultSleep;
+  const key = nodeKey(node);
+  let last: { uuid: string; reservation: string | null } | undefined;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    const row = await store.db
+      .updateTable('nodes')
+      .set({ reservation: host })
+      .where(key.column, '=', key.value)
+      .where('reservation', 'is', null)
+      .returningAll()
+      .executeTakeFirst();
+    if (row) return row;
+    last = await readHolder(store, node);
+    if (attempt < attempts && last.reservation !== null) await sleep(intervalMs);
+  }
+  throw new NodeLocked(last!.uuid, last!.reservation);
+}
+
+/**
+ * Drops conductor `host`'s lock on `node`. Throws `NodeNotLocked` when `host` does not hold it
+ * (unlocked, or held by another conductor — whose lock is left alone) and `NodeNotFound` when the
+ * node is gone.
+ */
+export async function releaseNode(store: Store, node: NodeRef, host: string): Promise<void> {
+  const key = nodeKey(node);
+  const result = await store.db
+    .updateTable('nodes')
+    .set({ reservation: null })
+    .where(key.column, '=', key.value)
+    .where('reservation', '=', host)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) > 0) return;
+  const current = await readHolder(store, node);
+  throw new NodeNotLocked(current.uuid, host, current.reservation);
+}
+
+/** Rows per history INSERT: far below SQLite's and PostgreSQL's bound-parameter limits. */
+const HISTORY_BATCH = 1000;
+/** PostgreSQL's SQLSTATE for a deadlock it broke by aborting us. */
+const PG_DEADLOCK = '40P01';
+
+/**
+ * Releases every lock held by conductor `deadHost` and records one `node_history` WARNING per node
+ * released; returns the uuids of those nodes. Survivors call it for a conductor whose heartbeat
+ * expired, and a conductor calls it for itself at start (locks left by its previous life).
+ *
+ * One `UPDATE … WHERE reservation = deadHost RETURNING` claims the nodes: when several survivors run
+ * it at once, the database gives each node to exactly one of them (PostgreSQL re-checks the condition
+ * of a row another transaction changed; SQLite runs writers one at a time), so each node is released
+ * once and gets one history row. On PostgreSQL the release and its history commit together. On SQLite
+ * they are two autocommit statements — a transaction would hold the write lock across an `await`,
+ * stalling every other handle in the process — so a crash between them can lose the history rows of
+ * that one call, never a release.
+ */
+export async function releaseReservationsOf(store: Store, deadHost: string, options: ReleaseReservationsOptions): Promise<string[]> {
+  const event = `lock held by conductor ${deadHost} released by conductor ${options.by}: ${options.reason}`;
+  const run = async (db: Kysely<Database>): Promise<string[]> => {
+    const released = await db
+      .updateTable('nodes')
+      .set({ reservation: null })
+      .where('reservation', '=', deadHost)
+      .returning(['id', 'uuid'])
+      .execute();
+    for (let i = 0; i < released.length; i += HISTORY_BATCH) {
+      await db
+        .insertInto('node_history')
+        .values(
+          released.slice(i, i + HISTORY_BATCH).map((n) => ({
+            uuid: randomUUID(),
+            node_id: n.id,
+            conductor: options.by,
+            event_type: 'conductor',
+            severity: 'WARNING',
+            event,
+          })),
+        )
+        .execute();
+    }
+    return released.map((n) => n.uuid);
+  };
+  if (store.engine !== 'postgres') return run(store.db);
+  // Concurrent survivors lock the same rows; should two plans ever visit them in different orders,
+  // PostgreSQL aborts one of them with a deadlock. Its work is then simply undone: try again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await store.db.transaction().execute(run);
+    } catch (err) {
+      if (attempt >= 3 || (err as { code?: unknown }).code !== PG_DEADLOCK) throw err;
+    }
+  }
+}

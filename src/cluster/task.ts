@@ -1,0 +1,309 @@
+/**
+ * The task: the one way to mutate a node (Ironic's `TaskManager`).
+ *
+ * An exclusive task holds the node's reservation for its whole life and every write it makes is
+ * conditional on still holding it, so a conductor whose lock was taken away (survivors judged it
+ * dead) cannot overwrite the node afterwards. A shared task only reads: it takes no lock and refuses
+ * writes. A `TaskTracker` counts the exclusive tasks in flight so that a conductor's graceful stop can
+ * wait for its locked work.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Updateable } from 'kysely';
+import type { Store } from '../db/connect.js';
+import type { NodesTable } from '../db/schema.js';
+import { NodeNotFound, NodeNotLocked, SharedTaskWrite, TaskReleased } from './errors.js';
+import { nodeKey, releaseNode, reserveNode } from './reservations.js';
+import type { NodeRef, NodeRow, ReserveOptions } from './reservations.js';
+
+/** The node's JSON columns: a patch gives them as objects, the task encodes them. */
+type JsonColumn = 'driver_info' | 'driver_internal_info' | 'properties' | 'instance_info' | 'extra';
+/** Columns a task never writes: identity, the lock itself, and timestamps the task maintains. */
+type FixedColumn = 'id' | 'uuid' | 'reservation' | 'created_at' | 'updated_at';
+
+/** The columns an exclusive task may change; JSON columns as plain objects. */
+export type NodePatch = Omit<Updateable<NodesTable>, FixedColumn | JsonColumn> & {
+  [K in JsonColumn]?: Record<string, unknown>;
+};
+
+const JSON_PATCH_COLUMNS: readonly JsonColumn[] = ['driver_info', 'driver_internal_info', 'properties', 'instance_info', 'extra'];
+const FIXED_COLUMNS: readonly FixedColumn[] = ['id', 'uuid', 'reservation', 'created_at', 'updated_at'];
+
+/** Ironic's node history severities. */
+export const HISTORY_SEVERITIES = ['INFO', 'WARNING', 'ERROR'] as const;
+export type HistorySeverity = (typeof HISTORY_SEVERITIES)[number];
+
+/** One entry of a node's history. */
+export interface HistoryEntry {
+  /** What kind of event: `provisioning`, `power`, `conductor`, `deploy`… */
+  eventType: string;
+  severity: HistorySeverity;
+  /** The text an operator reads. */
+  event: string;
+  /** Who asked for the operation, when known. */
+  user?: string | null;
+}
+
+/** A node held for reading (shared) or for changing (exclusive). */
+export interface NodeTask {
+  /** The node as of the lock (or the last write through this task). */
+  readonly node: NodeRow;
+  /** True for a read-only task that holds no lock. */
+  readonly shared: boolean;
+  /** Hostname of the conductor the task runs on. */
+  readonly host: string;
+  /** What the task is for, for logs and shutdown reports. */
+  readonly purpose: string | undefined;
+  /** True once `release()` has completed. */
+  readonly released: boolean;
+  /**
+   * Writes `patch` to the node, sets `updated_at` by the database clock, and refreshes `node`.
+   * Throws `SharedTaskWrite` on a shared task, `TaskReleased` after release, and `NodeNotLocked` when
+   * this conductor no longer holds the lock (nothing is written then).
+   */
+  update(patch: NodePatch): Promise<NodeRow>;
+  /** Appends an entry to the node's history, recorded as by this conductor. */
+  recordHistory(entry: HistoryEntry): Promise<void>;
+  /** Re-reads the node. Throws `NodeNotFound` if it was deleted. */
+  refresh(): Promise<NodeRow>;
+  /** Drops the lock (if any) and leaves the tracker; idempotent, and quiet if the lock was already lost. */
+  release(): Promise<void>;
+}
+
+/** How to take a task. */
+export interface AcquireOptions {
+  /** Hostname of the conductor taking the task; it becomes the node's reservation. */
+  host: string;
+  /** Read-only, without a lock; default false (exclusive). */
+  shared?: boolean;
+  /** What the task is for (e.g. `power on`, `take over`). */
+  purpose?: string;
+  /** Tracker to register an exclusive task with until it is released. */
+  tracker?: TaskTracker;
+  /** Retries while another task holds the lock; Ironic's defaults otherwise. */
+  retry?: ReserveOptions;
+}
+
+class Task implements NodeTask {
+  #node: NodeRow;
+  #released = false;
+  #releasing: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: Store,
+    node: NodeRow,
+    readonly shared: boolean,
+    readonly host: string,
+    readonly purpose: string | undefined,
+    private readonly tracker: TaskTracker | undefined,
+  ) {
+    this.#node = node;
+  }
+
+  get node(): NodeRow {
+    return this.#node;
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  async update(patch: NodePatch): Promise<NodeRow> {
+    if (this.shared) throw new SharedTaskWrite(this.#node.uuid, this.purpose);
+    if (this.#released || this.#releasing) throw new TaskReleased(this.#node.uuid);
+    const values = { ...patch } as Updateable<NodesTable>;
+    // Types keep these out of a literal patch, but not out of an object built elsewhere (a row
+    // spread into a patch): the lock and identity must never ride along.
+    for (const column of FIXED_COLUMNS) delete values[column];
+    for (const column of JSON_PATCH_COLUMNS) {
+      const value = patch[column];
+      if (value !== undefined) values[column] = JSON.stringify(value);
+    }
+    // The write is conditional on the lock, not merely preceded by it: a lock released behind our
+    // back (survivors thought us dead) must not be followed by our stale write.
+    const row = await this.store.db
+      .updateTable('nodes')
+      .set({ ...values, updated_at: this.store.sqlNow() })
+      .where('id', '=', this.#node.id)
+      .where('reservation', '=', this.host)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) {
+      const current = await this.store.db
+        .selectFrom('nodes')
+        .select('reservation')
+        .where('id', '=', this.#node.id)
+        .executeTakeFirst();
+      if (!current) throw new NodeNotFound(this.#node.uuid);
+      throw new NodeNotLocked(this.#node.uuid, this.host, current.reservation);
+    }
+    this.#node = row;
+    return row;
+  }
+
+  async recordHistory(entry: HistoryEntry): Promise<void> {
+    // History is append-only and separate from the node row, so a shared task may record too (e.g.
+    // a failed read-only check); released tasks may not, their node may be someone else's by now.
+    if (this.#released) throw new TaskReleased(this.#node.uuid);
+    await this.store.db
+      .insertInto('node_history')
+      .values({
+        uuid: randomUUID(),
+        node_id: this.#node.id,
+        conductor: this.host,
+        event_type: entry.eventType,
+        severity: entry.severity,
+        event: entry.event,
+        user: entry.user ?? null,
+        created_at: this.store.sqlNow(),
+      })
+      .execute();
+  }
+
+  async refresh(): Promise<NodeRow> {
+    const row = await this.store.db.selectFrom('nodes').selectAll().where('id', '=', this.#node.id).executeTakeFirst();
+    if (!row) throw new NodeNotFound(this.#node.uuid);
+    this.#node = row;
+    return row;
+  }
+
+  release(): Promise<void> {
+    if (this.#released) return Promise.resolve();
+    this.#releasing ??= this.#release().finally(() => {
+      this.#releasing = undefined;
+    });
+    return this.#releasing;
+  }
+
+  async #release(): Promise<void> {
+    try {
+      if (!this.shared) {
+        try {
+          await releaseNode(this.store, this.#node.id, this.host);
+        } catch (err) {
+          // Lost (released by survivors, maybe already re-taken) or deleted: there is nothing of
+          // ours left to release, and the other holder's lock must stay.
+          if (!(err instanceof NodeNotLocked) && !(err instanceof NodeNotFound)) throw err;
+        }
+      }
+      this.#released = true;
+    } finally {
+      // The work is over either way; a lock left behind by a failed release is cleared with the
+      // conductor's own stale locks, so shutdown must not wait for it.
+      this.tracker?.unregister(this);
+    }
+  }
+}
+
+/**
+ * Takes a task on `node`: exclusive by default (the reservation, retried per `options.retry`, then
+ * `NodeLocked`), or shared (a plain read). Throws `NodeNotFound` if the node does not exist.
+ */
+export async function acquireTask(store: Store, node: NodeRef, options: AcquireOptions): Promise<NodeTask> {
+  const shared = options.shared ?? false;
+  let row: NodeRow;
+  if (shared) {
+    const key = nodeKey(node);
+    const found = await store.db.selectFrom('nodes').selectAll().where(key.column, '=', key.value).executeTakeFirst();
+    if (!found) throw new NodeNotFound(typeof node === 'object' ? node.id : node);
+    row = found;
+  } else {
+    row = await reserveNode(store, node, options.host, options.retry);
+  }
+  const task = new Task(store, row, shared, options.host, options.purpose, shared ? undefined : options.tracker);
+  if (!shared) options.tracker?.register(task);
+  return task;
+}
+
+/**
+ * Runs `fn` with a task on `node` and releases the task however `fn` ends. An error from `fn` wins
+ * over an error from the release, which would only hide the cause.
+ */
+export async function withTask<T>(store: Store, node: NodeRef, options: AcquireOptions, fn: (task: NodeTask) => Promise<T> | T): Promise<T> {
+  const task = await acquireTask(store, node, options);
+  let result: T;
+  try {
+    result = await fn(task);
+  } catch (err) {
+    await task.release().catch(() => undefined);
+    throw err;
+  }
+  await task.release();
+  return result;
+}
+
+/** Options of a `TaskTracker`. */
+export interface TaskTrackerOptions {
+  /** How `waitIdle` waits for its deadline; default a real timer. Injected by tests. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** A task in flight, as reported by `TaskTracker.tasks()`. */
+export interface TrackedTask {
+  /** Uuid of the locked node. */
+  node: string;
+  purpose: string | undefined;
+}
+
+/**
+ * Counts a conductor's exclusive tasks in flight, so that its graceful stop can wait for locked
+ * work (`waitIdle`) and report what it is waiting for (`tasks()`).
+ */
+export class TaskTracker {
+  readonly #tasks = new Set<NodeTask>();
+  #idleWaiters: Array<() => void> = [];
+  readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+
+  constructor(options: TaskTrackerOptions = {}) {
+    this.#sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, { signal }));
+  }
+
+  /** Number of exclusive tasks not yet released. */
+  get active(): number {
+    return this.#tasks.size;
+  }
+
+  /** The tasks in flight. */
+  tasks(): TrackedTask[] {
+    return [...this.#tasks].map((t) => ({ node: t.node.uuid, purpose: t.purpose }));
+  }
+
+  /** Adds a task; `acquireTask` calls it. */
+  register(task: NodeTask): void {
+    this.#tasks.add(task);
+  }
+
+  /** Removes a task (no-op if absent); the task's `release()` calls it. */
+  unregister(task: NodeTask): void {
+    if (!this.#tasks.delete(task) || this.#tasks.size > 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * Resolves true as soon as no task is in flight, or false once `timeoutMs` has passed with tasks
+   * still running (the caller then releases their locks itself).
+   */
+  async waitIdle(timeoutMs: number): Promise<boolean> {
+    if (this.#tasks.size === 0) return true;
+    const deadline = new AbortController();
+    let wake: () => void = () => undefined;
+    const idle = new Promise<boolean>((resolve) => {
+      wake = () => resolve(true);
+      this.#idleWaiters.push(wake);
+    });
+    const timedOut = this.#sleep(timeoutMs, deadline.signal).then(
+      () => this.#tasks.size === 0,
+      // The timer is aborted only once idleness has won the race; any other failure of the timer
+      // leaves the answer to the facts.
+      () => this.#tasks.size === 0,
+    );
+    try {
+      return await Promise.race([idle, timedOut]);
+    } finally {
+      deadline.abort();
+      this.#idleWaiters = this.#idleWaiters.filter((w) => w !== wake);
+    }
+  }
+}
