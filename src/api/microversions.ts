@@ -3,14 +3,14 @@
  * `X-OpenStack-Ironic-API-Version` (or `latest`), no header means the minimum, and every response
  * says which range is served and which version answered.
  */
-import { InvalidParameter, NotAcceptable } from '../common/errors.js';
+import { InvalidParameter, NotAcceptable, NotFound } from '../common/errors.js';
 
 /** A microversion as [major, minor]. */
 export type Microversion = readonly [number, number];
 
 export const MIN_VERSION: Microversion = [1, 1];
 /** Raised as the API surface grows; never above what ironring actually implements. */
-export const MAX_VERSION: Microversion = [1, 1];
+export const MAX_VERSION: Microversion = [1, 49];
 
 export const VERSION_HEADER = 'X-OpenStack-Ironic-API-Version';
 export const MIN_VERSION_HEADER = 'X-OpenStack-Ironic-API-Minimum-Version';
@@ -39,4 +39,21 @@ export function negotiateVersion(header: string | undefined): Microversion {
     throw new NotAcceptable(`version ${formatVersion(asked)} was requested but the supported range is ${formatVersion(MIN_VERSION)} to ${formatVersion(MAX_VERSION)}`);
   }
   return asked;
+}
+
+/**
+ * Resources that appeared in a later microversion do not exist for older clients: 404, as the
+ * Ironic API answers.
+ */
+export function requireVersion(asked: Microversion, since: Microversion, path: string): void {
+  if (compareVersions(asked, since) < 0) {
+    throw new NotFound(`the resource could not be found: ${path.split('?')[0]} needs API version ${formatVersion(since)} or later`);
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The microversion negotiated for this request (the minimum outside /v1). */
+    apiVersion: Microversion;
+  }
 }

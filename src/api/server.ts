@@ -4,13 +4,16 @@
  */
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { ListenError } from '../common/errors.js';
+import { listenFastify } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
 import { installErrorHandling } from './errors.js';
+import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
+import { conductorRoutes } from './routes/conductors.js';
 import { healthRoutes } from './routes/health.js';
+import { ringRoutes } from './routes/ring.js';
 import { rootRoutes } from './routes/root.js';
 
 export interface ApiDeps {
@@ -30,14 +33,18 @@ export function buildApi({ store, config, logger }: ApiDeps): FastifyInstance {
     routerOptions: { ignoreTrailingSlash: true },
   });
   installErrorHandling(app);
+  // Set for every request by the hook below; fastify wants reference-type decorations to start null.
+  app.decorateRequest('apiVersion', null as unknown as Microversion);
 
   // Microversion negotiation for everything under /v1: the answer always says which range is served.
   app.addHook('onRequest', async (request, reply) => {
+    request.apiVersion = MIN_VERSION;
     if (!request.url.startsWith('/v1')) return;
     reply.header(MIN_VERSION_HEADER, formatVersion(MIN_VERSION));
     reply.header(MAX_VERSION_HEADER, formatVersion(MAX_VERSION));
     const raw = request.headers[VERSION_HEADER.toLowerCase()];
     const version = negotiateVersion(Array.isArray(raw) ? raw[0] : raw);
+    request.apiVersion = version;
     reply.header(VERSION_HEADER, formatVersion(version));
   });
   app.addHook('onResponse', async (request, reply) => {
@@ -46,40 +53,12 @@ export function buildApi({ store, config, logger }: ApiDeps): FastifyInstance {
 
   rootRoutes(app, { publicEndpoint: config.api.public_endpoint });
   healthRoutes(app, store);
+  conductorRoutes(app, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint });
+  ringRoutes(app, { store, config });
   return app;
 }
 
-/** Splits `host:port` (IPv6 in brackets) into its parts. */
-export function splitAddress(address: string): { host: string; port: number } {
-  const i = address.lastIndexOf(':');
-  const host = address.slice(0, i).replace(/^\[(.*)\]$/, '$1');
-  return { host, port: Number(address.slice(i + 1)) };
-}
-
 /** Binds the API; resolves to the URL it serves on. */
-export async function listenApi(app: FastifyInstance, address: string): Promise<string> {
-  const { host, port } = splitAddress(address);
-  try {
-    await app.listen({ host, port });
-  } catch (err) {
-    throw listenError(err, address, 'API', '--api-address or [api] address');
-  }
-  const bound = app.server.address();
-  const actualPort = typeof bound === 'object' && bound ? bound.port : port;
-  const shownHost = host.includes(':') ? `[${host}]` : host;
-  return `http://${shownHost}:${actualPort}`;
-}
-
-/** One line saying which address could not be bound, why, and which option changes it. */
-export function listenError(err: unknown, address: string, what: string, option: string): ListenError {
-  const code = (err as NodeJS.ErrnoException).code;
-  const reason =
-    code === 'EADDRINUSE'
-      ? 'address already in use'
-      : code === 'EACCES'
-        ? 'permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)'
-        : code === 'EADDRNOTAVAIL'
-          ? 'address not available on this host'
-          : (err as Error).message;
-  return new ListenError(`cannot listen for the ${what} on ${address}: ${reason} (change it with ${option})`, { cause: err });
+export function listenApi(app: FastifyInstance, address: string): Promise<string> {
+  return listenFastify(app, address, 'API', '--api-address or [api] address');
 }

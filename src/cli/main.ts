@@ -6,6 +6,8 @@
  */
 import { Command, CommanderError } from 'commander';
 import { IronringError, asError } from '../common/errors.js';
+import { apiCommand } from './commands/api.js';
+import { conductorCommand } from './commands/conductor.js';
 import { configCommand } from './commands/config.js';
 import { manageCommand } from './commands/manage.js';
 import { upCommand } from './commands/up.js';
@@ -24,6 +26,8 @@ export function buildProgram(): Command {
   program.addCommand(upCommand());
   program.addCommand(manageCommand());
   program.addCommand(configCommand());
+  program.addCommand(apiCommand());
+  program.addCommand(conductorCommand());
   return program;
 }
 

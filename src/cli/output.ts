@@ -25,16 +25,19 @@ function cell(value: unknown): string {
   return String(value);
 }
 
+/** No rule between body rows, as OpenStack's CLI prints tables. */
+const CHARS = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
+
 /** Renders rows as a bordered table, the way OpenStack's CLI prints lists. */
 export function renderTable<Row>(rows: readonly Row[], columns: readonly Column<Row>[]): string {
-  const table = new Table({ head: columns.map((c) => c.header), style: { head: [], border: [] } });
+  const table = new Table({ head: columns.map((c) => c.header), style: { head: [], border: [] }, chars: CHARS });
   for (const row of rows) table.push(columns.map((c) => cell(c.value(row))));
   return table.toString();
 }
 
 /** Renders one object as a two-column Field/Value table, like `openstack … show`. */
 export function renderRecord(record: Record<string, unknown>): string {
-  const table = new Table({ head: ['Field', 'Value'], style: { head: [], border: [] } });
+  const table = new Table({ head: ['Field', 'Value'], style: { head: [], border: [] }, chars: CHARS });
   for (const [key, value] of Object.entries(record)) table.push([key, cell(value)]);
   return table.toString();
 }

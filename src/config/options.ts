@@ -104,6 +104,11 @@ export const OPTIONS = {
       default: '',
       description: 'Conductor group this conductor serves (lower-cased); nodes of other groups are never placed here.',
     },
+    rpc_address: {
+      type: { kind: 'address' },
+      default: '127.0.0.1:6386',
+      description: 'Address (host:port) of this conductor\'s RPC endpoint, published in its conductor row; port 0 picks a free one.',
+    },
     heartbeat_interval: {
       type: seconds(1),
       default: 10,
@@ -123,6 +128,21 @@ export const OPTIONS = {
       type: seconds(0),
       default: 180,
       description: 'Seconds between safety-net passes that re-check local boot state (0 disables; ring changes still trigger passes).',
+    },
+    replicas: {
+      type: { kind: 'integer', min: 1, max: 10 },
+      default: 2,
+      description: 'Conductors per node on the ring: the owner plus replicas that pre-cache its kernel and ramdisk.',
+    },
+    node_locked_retry_attempts: {
+      type: { kind: 'integer', min: 1 },
+      default: 3,
+      description: 'Attempts to take a node lock held by another conductor before answering NodeLocked.',
+    },
+    node_locked_retry_interval: {
+      type: seconds(0),
+      default: 1,
+      description: 'Seconds between attempts to take a node lock.',
     },
     hash_ring_mode: {
       type: { kind: 'enum', values: HASH_RING_MODES },

@@ -11,6 +11,8 @@ import type { RawBuilder } from 'kysely';
 import pg from 'pg';
 import { DatabaseUnavailable, DatabaseUrlError } from '../common/errors.js';
 import { maskUrl } from '../common/mask.js';
+import { listenPostgres } from './notifications.js';
+import type { ListenHandlers, Listener } from './notifications.js';
 import type { Database } from './schema.js';
 import { SQLITE_TIME_FORMAT, wrapSqlite } from './sqlite-values.js';
 
@@ -74,8 +76,8 @@ export interface OpenOptions {
   connectTimeout?: number;
   /** Milliseconds an SQLite writer waits for another process's lock. */
   sqliteBusyTimeout?: number;
-  /** Create the SQLite file's directory if it is missing (only `up` does, for its data dir). */
-  createDirectory?: boolean;
+  /** Shown in PostgreSQL's pg_stat_activity, so an operator can tell which process holds a connection. */
+  applicationName?: string;
 }
 
 /** An open database: the Kysely handle plus what the engines do differently. */
@@ -86,8 +88,17 @@ export interface Store {
   readonly displayUrl: string;
   /** An SQL expression for the database clock's current time, for writes like heartbeats. */
   sqlNow(): RawBuilder<Date>;
+  /** An SQL expression for the database clock's time `seconds` ago, for liveness cut-offs. */
+  sqlSecondsAgo(seconds: number): RawBuilder<Date>;
   /** The database clock's current time. Liveness is judged by this, never by `Date.now()`. */
   now(): Promise<Date>;
+  /**
+   * Subscribes to notifications on `channel` (PostgreSQL LISTEN). Resolves to null on SQLite, which
+   * has no notifications: callers poll there.
+   */
+  listen(channel: string, handlers: ListenHandlers): Promise<Listener | null>;
+  /** Sends a notification on `channel` (PostgreSQL NOTIFY); a no-op on SQLite. */
+  notify(channel: string, payload: string): Promise<void>;
   /** Closes every connection; idempotent. */
   close(): Promise<void>;
 }
@@ -132,10 +143,13 @@ function openSqlite(target: Extract<DatabaseTarget, { engine: 'sqlite' }>, optio
     engine: 'sqlite',
     displayUrl,
     sqlNow,
+    sqlSecondsAgo: (seconds) => sql<Date>`strftime(${sql.lit(SQLITE_TIME_FORMAT)}, 'now', ${`-${seconds} seconds`})`,
     async now() {
       const row = await sql<{ now: string }>`select ${sqlNow()} as now`.execute(db);
       return new Date(row.rows[0]!.now);
     },
+    listen: () => Promise.resolve(null),
+    notify: () => Promise.resolve(),
     close() {
       closed ??= db.destroy();
       return closed;
@@ -158,6 +172,7 @@ function openPostgres(target: Extract<DatabaseTarget, { engine: 'postgres' }>, o
     max: options.maxPoolSize ?? 10,
     connectionTimeoutMillis: (options.connectTimeout ?? 10) * 1000,
     types: pgTypes,
+    application_name: options.applicationName ?? 'ironring',
   });
   // An idle client that loses its server emits 'error' on the pool; without a listener Node would
   // crash the process. The next query reconnects, and its failure is reported where it happens.
@@ -170,9 +185,14 @@ function openPostgres(target: Extract<DatabaseTarget, { engine: 'postgres' }>, o
     engine: 'postgres',
     displayUrl,
     sqlNow,
+    sqlSecondsAgo: (seconds) => sql<Date>`(clock_timestamp() - make_interval(secs => ${seconds}))`,
     async now() {
       const row = await sql<{ now: Date }>`select ${sqlNow()} as now`.execute(db);
       return row.rows[0]!.now;
+    },
+    listen: (channel, handlers) => listenPostgres(target.connectionString, channel, handlers),
+    async notify(channel, payload) {
+      await sql`select pg_notify(${channel}, ${payload})`.execute(db);
     },
     close() {
       closed ??= db.destroy();

@@ -93,3 +93,22 @@ export async function appliedMigrations(store: Store, set: MigrationSet): Promis
   const all = await migratorFor(store, set).getMigrations();
   return all.filter((m) => m.executedAt !== undefined).map((m) => m.name);
 }
+
+/** Thrown when a process starts on a database whose schema is missing or behind. */
+export class SchemaNotMigrated extends IronringError {
+  override readonly exitCode = 1;
+}
+
+/** Refuses to run on a database whose schema is missing or not current, saying how to fix it. */
+export async function requireSchema(store: Store, sets: readonly MigrationSet[] = MIGRATION_SETS): Promise<void> {
+  for (const set of sets) {
+    const known = Object.keys(migrationsOf(set, store.engine));
+    const applied = await appliedMigrations(store, set);
+    const missing = known.filter((name) => !applied.includes(name));
+    if (missing.length > 0) {
+      throw new SchemaNotMigrated(
+        `the database ${store.displayUrl} is not migrated (missing ${set}/${missing.join(', ')}); run \`ironring manage db migrate --database …\` first`,
+      );
+    }
+  }
+}

@@ -41,8 +41,8 @@ export interface CliProcess {
   exited: Promise<number | null>;
 }
 
-export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliProcess {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? REPO_ROOT, env: cleanEnv(options.env) });
+export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string>; nodeArgs?: string[] } = {}): CliProcess {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, ...args], { cwd: options.cwd ?? REPO_ROOT, env: cleanEnv(options.env) });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));

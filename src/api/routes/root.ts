@@ -2,17 +2,13 @@
  * Version discovery: `GET /` and `GET /v1`, in the shape of the Ironic API root documents, so the
  * stock `baremetal` client negotiates its microversion against ironring unchanged.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import { baseUrl } from '../links.js';
 import { MAX_VERSION, MIN_VERSION, formatVersion } from '../microversions.js';
 
 export interface RootOptions {
   /** Base URL for links; empty means the request's own scheme and Host. */
   publicEndpoint: string;
-}
-
-function baseUrl(request: FastifyRequest, publicEndpoint: string): string {
-  if (publicEndpoint) return publicEndpoint.replace(/\/+$/, '');
-  return `${request.protocol}://${request.host}`;
 }
 
 function versionDocument(base: string) {

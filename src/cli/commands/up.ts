@@ -1,6 +1,7 @@
 /** `ironring up`: run everything in one process on the embedded default, until SIGINT/SIGTERM. */
 import { Command, Option } from 'commander';
 import { commandContext } from '../context.js';
+import { waitForStopSignal } from '../signals.js';
 
 export function upCommand(): Command {
   return new Command('up')
@@ -45,16 +46,4 @@ export function upCommand(): Command {
       logger.info('stopping');
       await services.stop();
     });
-}
-
-/** Resolves on the first SIGINT or SIGTERM; a second one calls `onSecond`. */
-function waitForStopSignal(onSecond: () => void): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const first = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', first).off('SIGTERM', first);
-      process.once('SIGINT', onSecond).once('SIGTERM', onSecond);
-      resolve(signal);
-    };
-    process.on('SIGINT', first).on('SIGTERM', first);
-  });
 }

@@ -1,0 +1,72 @@
+/**
+ * Where the ring places nodes right now: owner and replicas of each node, and how many nodes each
+ * live conductor owns — computed from the live conductors (database clock) and the nodes table.
+ * Backs `GET /v1/ring` and `ironring ring show`.
+ */
+import { HashRing } from '../ring/index.js';
+import type { HashRingOptions } from '../ring/index.js';
+import type { Store } from '../db/connect.js';
+import { listConductors, membersByGroup } from './membership.js';
+
+export interface NodePlacement {
+  uuid: string;
+  name: string | null;
+  conductor_group: string;
+  /** Null when the node's group has no live conductor. */
+  owner: string | null;
+  /** Further conductors after the owner, in ring order. */
+  replicas: string[];
+}
+
+export interface GroupPlacement {
+  conductor_group: string;
+  /** Live conductors of the group, by name. */
+  hosts: string[];
+  /** Nodes owned per live conductor (every live conductor listed, zero included). */
+  node_counts: Record<string, number>;
+}
+
+export interface Placement {
+  replicas: number;
+  groups: GroupPlacement[];
+  nodes: NodePlacement[];
+}
+
+export interface PlacementOptions {
+  heartbeatTimeout: number;
+  /** Conductors per node: owner + replicas. */
+  replicas: number;
+  ring: HashRingOptions;
+  /** Only this node (by uuid or name). */
+  node?: string;
+}
+
+export async function currentPlacement(store: Store, options: PlacementOptions): Promise<Placement> {
+  const conductors = await listConductors(store, options.heartbeatTimeout);
+  const rings = new Map<string, HashRing>();
+  for (const [group, members] of membersByGroup(conductors)) rings.set(group, new HashRing(members, options.ring));
+
+  let query = store.db.selectFrom('nodes').select(['uuid', 'name', 'conductor_group']).orderBy('uuid');
+  if (options.node !== undefined) {
+    const ident = options.node;
+    query = query.where((eb) => eb.or([eb('uuid', '=', ident), eb('name', '=', ident)]));
+  }
+  const nodes = await query.execute();
+
+  const groups = new Map<string, GroupPlacement>();
+  for (const [group, ring] of rings) {
+    groups.set(group, { conductor_group: group, hosts: ring.hosts, node_counts: Object.fromEntries(ring.hosts.map((h) => [h, 0])) });
+  }
+  const placed = nodes.map((n): NodePlacement => {
+    const ring = rings.get(n.conductor_group);
+    if (!ring) return { ...n, owner: null, replicas: [] };
+    const [owner, ...replicas] = ring.lookup(n.uuid, { replicas: options.replicas });
+    const counts = groups.get(n.conductor_group)!.node_counts;
+    counts[owner!] = (counts[owner!] ?? 0) + 1;
+    return { ...n, owner: owner!, replicas };
+  });
+  for (const n of placed) {
+    if (n.owner === null && !groups.has(n.conductor_group)) groups.set(n.conductor_group, { conductor_group: n.conductor_group, hosts: [], node_counts: {} });
+  }
+  return { replicas: options.replicas, groups: [...groups.values()].sort((a, b) => a.conductor_group.localeCompare(b.conductor_group)), nodes: placed };
+}

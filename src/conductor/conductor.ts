@@ -1,0 +1,183 @@
+/**
+ * The conductor process (DESIGN §5): membership, heartbeats, live rings, lock hygiene and a graceful
+ * stop. The boot environment (#5), node operations (#6) and the reconciler (#7) hang off it.
+ *
+ * Start: bind the RPC endpoint (its URL is published), register (refused if a live conductor has
+ * this hostname), release this host's stale locks from a previous life, join the cluster view
+ * (itself always included), then heartbeat with the database clock.
+ * Stop: offline at once (others' rings drop it within one notification), keep heartbeating while
+ * locked work finishes (up to `graceful_shutdown_timeout`), release its locks, leave.
+ */
+import Fastify from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { ClusterView } from '../cluster/cluster-view.js';
+import { releaseDeadReservations } from '../cluster/dead-locks.js';
+import { heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
+import { releaseReservationsOf } from '../cluster/reservations.js';
+import { conductorRingOptions } from '../cluster/ring-options.js';
+import { TaskTracker } from '../cluster/task.js';
+import { listenFastify } from '../common/listen.js';
+import type { Logger } from '../common/logger.js';
+import type { Config } from '../config/options.js';
+import type { Store } from '../db/connect.js';
+
+export interface ConductorDeps {
+  store: Store;
+  config: Config;
+  logger: Logger;
+}
+
+/** What a conductor reports about itself on its RPC endpoint (`GET /v1/status`). */
+export interface ConductorStatus {
+  hostname: string;
+  id: number;
+  conductor_group: string;
+  state: 'running' | 'stopping' | 'stopped';
+  ring_version: number;
+  /** Live members per group, as this conductor sees them. */
+  rings: Record<string, string[]>;
+  active_tasks: number;
+}
+
+export class Conductor {
+  readonly hostname: string;
+  readonly group: string;
+  readonly view: ClusterView;
+  readonly tracker = new TaskTracker();
+  private conductorId: number | undefined;
+  private rpc: FastifyInstance | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private heartbeatFailing = false;
+  private state: ConductorStatus['state'] = 'running';
+  private stopping: Promise<void> | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private readonly log: Logger;
+  rpcUrl = '';
+
+  constructor(private readonly deps: ConductorDeps) {
+    const { config } = deps;
+    this.hostname = config.DEFAULT.host;
+    this.group = config.conductor.conductor_group;
+    this.log = deps.logger.child({ component: 'conductor', host: this.hostname });
+    this.view = new ClusterView(deps.store, {
+      heartbeatTimeout: config.conductor.heartbeat_timeout,
+      ring: conductorRingOptions(config.conductor),
+      // SQLite has no notifications: polling twice a second keeps a graceful stop visible within 1 s.
+      pollIntervalMs: deps.store.engine === 'sqlite' ? 500 : 1000,
+      logger: this.log,
+    });
+  }
+
+  /** The conductor's row id; stable across restarts. */
+  get id(): number {
+    if (this.conductorId === undefined) throw new Error('conductor not started');
+    return this.conductorId;
+  }
+
+  status(): ConductorStatus {
+    const rings: Record<string, string[]> = {};
+    for (const group of this.view.rings.groups()) rings[group] = this.view.rings.tryRing(group)?.hosts ?? [];
+    return {
+      hostname: this.hostname,
+      id: this.id,
+      conductor_group: this.group,
+      state: this.state,
+      ring_version: this.view.version,
+      rings,
+      active_tasks: this.tracker.active,
+    };
+  }
+
+  async start(): Promise<void> {
+    const { store, config } = this.deps;
+    this.rpc = this.buildRpc();
+    this.rpcUrl = await listenFastify(this.rpc, config.conductor.rpc_address, 'conductor RPC endpoint', '--rpc-address or [conductor] rpc_address');
+    try {
+      this.conductorId = await registerConductor(
+        store,
+        { hostname: this.hostname, group: this.group, drivers: [], rpcUrl: this.rpcUrl },
+        config.conductor.heartbeat_timeout,
+      );
+      const released = await releaseReservationsOf(store, this.hostname, { by: this.hostname, reason: 'conductor restarted' });
+      if (released.length > 0) this.log.warn({ nodes: released.length }, 'released locks left by this conductor before it restarted');
+      this.view.setSelf({ hostname: this.hostname, group: this.group, weight: 1 });
+      this.unsubscribe = this.view.subscribe((change) => {
+        if (change.removed.length > 0) void this.releaseDeadLocks();
+      });
+      await this.view.start();
+    } catch (err) {
+      await this.rpc.close();
+      throw err;
+    }
+    this.heartbeatTimer = setInterval(() => void this.beat(), config.conductor.heartbeat_interval * 1000);
+    this.log.info({ id: this.conductorId, group: this.group, rpc: this.rpcUrl, ring_version: this.view.version }, 'conductor started');
+  }
+
+  /** One heartbeat, then a sweep for locks of dead conductors. Failures are logged, never fatal. */
+  private async beat(): Promise<void> {
+    const { store, config } = this.deps;
+    try {
+      const ok = await heartbeat(store, this.id);
+      if (!ok && this.state === 'running') {
+        this.log.warn('conductor row is gone; registering again');
+        this.conductorId = await registerConductor(store, { hostname: this.hostname, group: this.group, drivers: [], rpcUrl: this.rpcUrl }, config.conductor.heartbeat_timeout);
+      }
+      if (this.heartbeatFailing) this.log.info('heartbeats resumed');
+      this.heartbeatFailing = false;
+      await this.releaseDeadLocks();
+    } catch (err) {
+      if (!this.heartbeatFailing) this.log.error({ err: (err as Error).message }, 'heartbeat failed; retrying every interval');
+      this.heartbeatFailing = true;
+    }
+  }
+
+  private async releaseDeadLocks(): Promise<void> {
+    try {
+      const released = await releaseDeadReservations(this.deps.store, this.deps.config.conductor.heartbeat_timeout, this.hostname);
+      if (released.length > 0) this.log.warn({ nodes: released }, 'released locks held by dead conductors');
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'could not release locks of dead conductors');
+    }
+  }
+
+  /** Graceful stop; idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    const { store, config } = this.deps;
+    this.state = 'stopping';
+    this.log.info('stopping: going offline');
+    try {
+      await markOffline(store, this.id, this.hostname);
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'could not mark this conductor offline');
+    }
+    this.view.setSelf(null);
+    await this.view.refresh();
+    if (this.tracker.active > 0) {
+      this.log.info({ tasks: this.tracker.tasks() }, 'waiting for locked work to finish');
+      const idle = await this.tracker.waitIdle(config.conductor.graceful_shutdown_timeout * 1000);
+      if (!idle) this.log.warn({ tasks: this.tracker.tasks() }, 'graceful_shutdown_timeout passed; releasing the locks of unfinished work');
+    }
+    try {
+      await releaseReservationsOf(store, this.hostname, { by: this.hostname, reason: 'conductor stopped' });
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'could not release this conductor\'s locks; survivors release them when its heartbeat expires');
+    }
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.unsubscribe?.();
+    await this.view.stop();
+    await this.rpc?.close();
+    this.state = 'stopped';
+    this.log.info('conductor stopped');
+  }
+
+  private buildRpc(): FastifyInstance {
+    const app = Fastify({ loggerInstance: this.log.child({ component: 'rpc' }) as FastifyBaseLogger, disableRequestLogging: true });
+    app.get('/v1/status', async () => this.status());
+    return app;
+  }
+}

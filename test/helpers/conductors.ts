@@ -1,0 +1,71 @@
+/** Running real `ironring conductor` processes for cluster tests, and reading their state. */
+import path from 'node:path';
+import { REPO_ROOT, startCli } from './cli.js';
+import type { CliProcess } from './cli.js';
+
+/** Short intervals so that death is detected in seconds. */
+export const TEST_HEARTBEAT_INTERVAL = 1;
+export const TEST_HEARTBEAT_TIMEOUT = 3;
+
+export interface ConductorStatus {
+  hostname: string;
+  id: number;
+  state: string;
+  ring_version: number;
+  rings: Record<string, string[]>;
+}
+
+export interface RunningConductor {
+  host: string;
+  proc: CliProcess;
+  rpcUrl: string;
+  status(): Promise<ConductorStatus>;
+}
+
+export interface ConductorOptions {
+  group?: string;
+  skewMs?: number;
+  env?: Record<string, string>;
+}
+
+export async function startConductor(url: string, host: string, options: ConductorOptions = {}): Promise<RunningConductor> {
+  const args = ['conductor', '--host', host, '--database', url, '--rpc-address', '127.0.0.1:0'];
+  if (options.group !== undefined) args.push('--group', options.group);
+  const proc = startCli(args, {
+    env: {
+      IRONRING_CONDUCTOR_HEARTBEAT_INTERVAL: String(TEST_HEARTBEAT_INTERVAL),
+      IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(TEST_HEARTBEAT_TIMEOUT),
+      IRONRING_CONDUCTOR_GRACEFUL_SHUTDOWN_TIMEOUT: '5',
+      IRONRING_LOG_LEVEL: 'debug',
+      ...(options.skewMs !== undefined ? { SKEW_CLOCK_MS: String(options.skewMs) } : {}),
+      ...options.env,
+    },
+    nodeArgs: options.skewMs !== undefined ? ['--import', path.join(REPO_ROOT, 'test/helpers/skew-clock.mjs')] : [],
+  });
+  const m = await proc.waitForOutput(/RPC at (http:\/\/\S+)/, 30_000);
+  const rpcUrl = m[1]!;
+  return {
+    host,
+    proc,
+    rpcUrl,
+    async status() {
+      const res = await fetch(`${rpcUrl}/v1/status`);
+      return (await res.json()) as ConductorStatus;
+    },
+  };
+}
+
+/** Polls `check` every 25 ms until it returns true; resolves to the elapsed milliseconds. */
+export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (await check()) return Date.now() - started;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The members of the default group's ring as seen by each conductor. */
+export async function ringsSeen(conductors: readonly RunningConductor[]): Promise<string[][]> {
+  return Promise.all(conductors.map(async (c) => (await c.status()).rings['']?.slice().sort() ?? []));
+}
