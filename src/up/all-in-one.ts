@@ -1,7 +1,8 @@
 /**
  * The all-in-one deployment behind `ironring up`: every role in one process on one database (an
- * embedded SQLite file under the data directory unless told otherwise). Today that is the API;
- * the conductor, compute service and scheduler join it as they land.
+ * embedded SQLite file under the data directory unless told otherwise). Today that is the API and
+ * one conductor; the compute service and scheduler join it as they land. Other conductors may join
+ * the same cluster from other processes given the same database.
  */
 import { mkdir } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
@@ -11,12 +12,15 @@ import { buildApi, listenApi } from '../api/server.js';
 import { openDatabase } from '../db/connect.js';
 import type { Store } from '../db/connect.js';
 import { migrateDatabase } from '../db/migrate.js';
+import { Conductor } from '../conductor/conductor.js';
 
 export interface RunningServices {
   dataDir: string;
   /** The database URL, password masked. */
   database: string;
   apiUrl: string;
+  /** The in-process conductor's host name and RPC endpoint. */
+  conductor: { hostname: string; rpcUrl: string };
   /** Migrations this start applied, as `set/name`. */
   migrated: string[];
   /** Stops everything started; idempotent. */
@@ -31,9 +35,12 @@ export async function startAllInOne(config: Config, logger: Logger): Promise<Run
     sqliteBusyTimeout: config.database.sqlite_busy_timeout,
   });
   let app: FastifyInstance | undefined;
+  let conductor: Conductor | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      // The conductor first: it goes offline and hands its locks back while the API still answers.
+      if (conductor) await conductor.stop();
       if (app) await app.close();
       await store.close();
       logger.info('stopped');
@@ -45,7 +52,17 @@ export async function startAllInOne(config: Config, logger: Logger): Promise<Run
     app = buildApi({ store, config, logger });
     const apiUrl = await listenApi(app, config.api.address);
     logger.info({ url: apiUrl }, 'API listening');
-    return { dataDir: config.DEFAULT.data_dir, database: store.displayUrl, apiUrl, migrated, stop };
+    const started = new Conductor({ store, config, logger });
+    await started.start();
+    conductor = started;
+    return {
+      dataDir: config.DEFAULT.data_dir,
+      database: store.displayUrl,
+      apiUrl,
+      conductor: { hostname: started.hostname, rpcUrl: started.rpcUrl },
+      migrated,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;

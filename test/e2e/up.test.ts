@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 
 async function startUp(args: string[]): Promise<{ proc: CliProcess; base: string }> {
-  const proc = startCli(['up', '--api-address', '127.0.0.1:0', ...args], { cwd: dir });
+  const proc = startCli(['up', '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--host', 'aio', ...args], { cwd: dir });
   running.push(proc);
   const m = await proc.waitForOutput(/API: +(http:\/\/127\.0\.0\.1:\d+)\/v1/);
   return { proc, base: m[1]! };
@@ -39,14 +39,19 @@ describe('ironring up', () => {
     expect(proc.stdout()).toContain(`database:       sqlite://${dataDir}/ironring.db`);
     expect(existsSync(path.join(dataDir, 'ironring.db'))).toBe(true);
 
+    expect(proc.stdout()).toMatch(/conductor: +aio \(RPC http:\/\/127\.0\.0\.1:\d+\)/);
+
     const v1 = await fetch(`${base}/v1`);
     expect(v1.status).toBe(200);
     expect(((await v1.json()) as { id: string }).id).toBe('v1');
     const health = await fetch(`${base}/healthz`);
     expect(((await health.json()) as { status: string }).status).toBe('ok');
+    const conductors = await fetch(`${base}/v1/conductors`, { headers: { 'X-OpenStack-Ironic-API-Version': 'latest' } });
+    expect(((await conductors.json()) as { conductors: Array<{ hostname: string; alive: boolean }> }).conductors).toMatchObject([{ hostname: 'aio', alive: true }]);
 
     proc.child.kill('SIGTERM');
     expect(await proc.exited).toBe(0);
+    expect(proc.stderr()).toContain('conductor stopped');
     await expect(fetch(`${base}/healthz`)).rejects.toThrow();
   });
 

@@ -5,15 +5,17 @@ import { waitForStopSignal } from '../signals.js';
 
 export function upCommand(): Command {
   return new Command('up')
-    .summary('run everything in one process (API on 127.0.0.1:6385, SQLite under ./ironring-data)')
+    .summary('run everything in one process: API on 127.0.0.1:6385, a conductor, SQLite under ./ironring-data')
     .description(
       'Run ironring all-in-one: create the data directory, migrate the database (SQLite under ' +
-        '--data-dir unless --database is given) and serve the REST API. Stops cleanly on SIGINT or ' +
+        '--data-dir unless --database is given), serve the REST API and run a conductor. Stops cleanly on SIGINT or ' +
         'SIGTERM; a second signal exits at once.',
     )
     .addOption(new Option('--data-dir <dir>', 'directory for local state (overrides data_dir)').default(undefined, './ironring-data'))
     .addOption(new Option('--api-address <host:port>', 'address the API listens on (overrides [api] address)').default(undefined, '127.0.0.1:6385'))
     .addOption(new Option('--database <url>', 'database URL (overrides [database] url); default sqlite under the data dir'))
+    .addOption(new Option('--rpc-address <host:port>', 'the conductor\'s RPC endpoint (overrides [conductor] rpc_address)').default(undefined, '127.0.0.1:6386'))
+    .addOption(new Option('--host <name>', 'the conductor\'s host name (overrides host; default: this machine)'))
     .addHelpText(
       'after',
       '\nExamples:\n  npx ironring up\n  npx ironring up --data-dir /var/lib/ironring --api-address 0.0.0.0:6385\n' +
@@ -24,6 +26,8 @@ export function upCommand(): Command {
         dataDir: 'DEFAULT.data_dir',
         apiAddress: 'api.address',
         database: 'database.url',
+        rpcAddress: 'conductor.rpc_address',
+        host: 'DEFAULT.host',
       });
       // Loaded on use so that `--help` and other commands start fast.
       const { startAllInOne } = await import('../../up/all-in-one.js');
@@ -34,6 +38,7 @@ export function upCommand(): Command {
           `  data directory: ${services.dataDir}`,
           `  database:       ${services.database}`,
           `  API:            ${services.apiUrl}/v1  (health: ${services.apiUrl}/healthz)`,
+          `  conductor:      ${services.conductor.hostname} (RPC ${services.conductor.rpcUrl})`,
           `  try:            curl ${services.apiUrl}/v1`,
           'Press Ctrl+C to stop.',
           '',
