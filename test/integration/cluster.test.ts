@@ -52,6 +52,7 @@ describe.each(engines)('three conductor processes on %s', (engine) => {
     const versionBefore = (await c1!.status()).ring_version;
     c2!.proc.child.kill('SIGTERM');
     const elapsed = await waitUntil(async () => (await ringsSeen([c1!, c3!])).every((r) => r.join() === 'c1,c3'), 5_000, 'c2 to leave the rings');
+    console.info(`[${engine}] graceful stop: both survivors dropped c2 ${elapsed} ms after SIGTERM`);
     expect(elapsed).toBeLessThan(1000);
     expect(await c2!.proc.exited).toBe(0);
     expect((await c1!.status()).ring_version).toBeGreaterThan(versionBefore);
@@ -69,6 +70,7 @@ describe.each(engines)('three conductor processes on %s', (engine) => {
     c3!.proc.child.kill('SIGKILL');
     await c3!.proc.exited;
     const elapsed = await waitUntil(async () => (await ringsSeen([c1!, c2!])).every((r) => r.join() === 'c1,c2'), 15_000, 'c3 to leave the rings');
+    console.info(`[${engine}] kill -9: both survivors dropped c3 ${elapsed} ms after the kill (heartbeat_timeout ${TEST_HEARTBEAT_TIMEOUT} s)`);
     expect(elapsed).toBeLessThan((TEST_HEARTBEAT_TIMEOUT + 2) * 1000);
     await waitUntil(
       async () => (await store.db.selectFrom('nodes').select('reservation').where('uuid', '=', nodeUuid).executeTakeFirstOrThrow()).reservation === null,
