@@ -95,3 +95,15 @@ export class TaskReleased extends IronringError {
     super(`cannot modify node ${node} through a task that was already released`);
   }
 }
+
+/**
+ * Thrown when an exclusive task is asked of a conductor that is stopping: it finishes the work it
+ * holds but takes no new locks, so that its graceful stop ends. The API answers 503; the caller
+ * retries and reaches the node's new owner.
+ */
+export class ConductorStopping extends IronringError {
+  override readonly httpStatus = 503;
+  constructor(readonly host: string) {
+    super(`conductor ${host} is shutting down and takes no new work; retry to reach the node's new owner`);
+  }
+}

@@ -12,7 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Updateable } from 'kysely';
 import type { Store } from '../db/connect.js';
 import type { NodesTable } from '../db/schema.js';
-import { NodeNotFound, NodeNotLocked, SharedTaskWrite, TaskReleased } from './errors.js';
+import { ConductorStopping, NodeNotFound, NodeNotLocked, SharedTaskWrite, TaskReleased } from './errors.js';
 import { nodeKey, releaseNode, reserveNode } from './reservations.js';
 import type { NodeRef, NodeRow, ReserveOptions } from './reservations.js';
 
@@ -208,6 +208,7 @@ export async function acquireTask(store: Store, node: NodeRef, options: AcquireO
     if (!found) throw new NodeNotFound(typeof node === 'object' ? node.id : node);
     row = found;
   } else {
+    if (options.tracker?.draining) throw new ConductorStopping(options.host);
     row = await reserveNode(store, node, options.host, options.retry);
   }
   const task = new Task(store, row, shared, options.host, options.purpose, shared ? undefined : options.tracker);
@@ -256,6 +257,18 @@ export class TaskTracker {
 
   constructor(options: TaskTrackerOptions = {}) {
     this.#sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, { signal }));
+  }
+
+  #draining = false;
+
+  /** True once `drain()` was called: exclusive tasks are refused with `ConductorStopping`. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Stops accepting exclusive tasks (a graceful stop); tasks in flight finish. */
+  drain(): void {
+    this.#draining = true;
   }
 
   /** Number of exclusive tasks not yet released. */

@@ -149,6 +149,7 @@ export class Conductor {
   private async doStop(): Promise<void> {
     const { store, config } = this.deps;
     this.state = 'stopping';
+    this.tracker.drain();
     this.log.info('stopping: going offline');
     try {
       await markOffline(store, this.id, this.hostname);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { NodeLocked, NodeNotFound, NodeNotLocked, SharedTaskWrite, TaskReleased } from '../../src/cluster/errors.js';
+import { ConductorStopping, NodeLocked, NodeNotFound, NodeNotLocked, SharedTaskWrite, TaskReleased } from '../../src/cluster/errors.js';
 import { releaseReservationsOf, reserveNode } from '../../src/cluster/reservations.js';
 import { TaskTracker, acquireTask, withTask } from '../../src/cluster/task.js';
 import type { NodePatch } from '../../src/cluster/task.js';
@@ -206,6 +206,21 @@ describe.each(engines)('node tasks on %s', (engine) => {
       await t1.release();
       expect(tracker.active).toBe(1);
       await t2.release();
+      expect(tracker.active).toBe(0);
+    });
+
+    it('refuses new exclusive tasks once draining, while shared reads and work in flight go on', async () => {
+      const a = await insertNode();
+      const b = await insertNode();
+      const tracker = new TaskTracker();
+      const inFlight = await acquireTask(store, a.id, { host: 'c1', tracker });
+      tracker.drain();
+      await expect(acquireTask(store, b.id, { host: 'c1', tracker })).rejects.toThrow(ConductorStopping);
+      expect((await readNode(b.id)).reservation).toBeNull();
+      const shared = await acquireTask(store, b.id, { host: 'c1', tracker, shared: true });
+      await shared.release();
+      await inFlight.update({ last_error: 'still writing' });
+      await inFlight.release();
       expect(tracker.active).toBe(0);
     });
 
