@@ -10,6 +10,7 @@ import { apiCommand } from './commands/api.js';
 import { conductorCommand } from './commands/conductor.js';
 import { configCommand } from './commands/config.js';
 import { manageCommand } from './commands/manage.js';
+import { ringCommand } from './commands/ring.js';
 import { upCommand } from './commands/up.js';
 import { addGlobalOptions } from './context.js';
 
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   program.addCommand(configCommand());
   program.addCommand(apiCommand());
   program.addCommand(conductorCommand());
+  program.addCommand(ringCommand());
   return program;
 }
 

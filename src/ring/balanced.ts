@@ -38,11 +38,14 @@ const SEED_B = 0x1b873593;
 const NO_FIRST = 0x7fffffff;
 /** "No point in this slot" for the last-point window (smaller than any packed point). */
 const NO_LAST = -1;
+/** One turn of the ring: 2^32 positions. */
+const TURN = 2 ** 32;
 
 /** Builds the balanced placement of `hosts` (already validated, sorted by name, distinct). */
 export class BalancedPlacement implements Placement {
   readonly names: readonly string[];
-  private readonly table: Uint16Array;
+  /** Slot → host index; bytes when the hosts fit, which halves the memory a lookup touches. */
+  private readonly table: Uint8Array | Uint16Array;
   private readonly shift: number;
   private readonly mask: number;
 
@@ -105,86 +108,75 @@ interface Seeds {
  * Fills the slot table, stratum by stratum. For each stratum the points are scattered into two
  * windows (one entry per slot): the first point of each slot, packed `offset << 16 | host`, and the
  * last, packed `offset << 16 | (0xffff - host)`, so that plain min/max pick them with ties going to
- * the host first in name order. A forward pass then finds each slot start's predecessor and
- * successor points, and the nearer one's host owns the slot (ties: the successor).
- * The stratum after the current one is scattered first, because its first point is the successor
- * of the current stratum's last slots; the ring wraps around between the last and first strata.
+ * the host first in name order. Only those two points of a slot can be nearest to a slot start, so
+ * walking the slots that hold points yields the ring's gaps in order; each gap's slots go to the
+ * nearer of its two ends (`fillGap`). Positions are plain numbers, so the gap that wraps around the
+ * end of the ring is handled by seeing its first end one turn back (a negative position).
  */
-function buildTable(hosts: readonly WeightedHost[], pointsPerWeight: number, tableBits: number): Uint16Array {
+function buildTable(
+  hosts: readonly WeightedHost[],
+  pointsPerWeight: number,
+  tableBits: number,
+): Uint8Array | Uint16Array {
   const size = 2 ** tableBits;
   const slots = size / pointsPerWeight;
+  const slotWidth = 2 ** (32 - tableBits);
   const seeds: Seeds = {
     a: Int32Array.from(hosts, (h) => murmur3(h.name, SEED_A)),
     b: Int32Array.from(hosts, (h) => murmur3(h.name, SEED_B)),
     weights: Int32Array.from(hosts, (h) => h.weight),
   };
-  const shift = 32 - tableBits;
-  const table = new Uint16Array(size);
-  let first = new Int32Array(slots).fill(NO_FIRST);
-  let last = new Int32Array(slots).fill(NO_LAST);
-  let nextFirst = new Int32Array(slots).fill(NO_FIRST);
-  let nextLast = new Int32Array(slots).fill(NO_LAST);
+  const table = hosts.length <= 0x100 ? new Uint8Array(size) : new Uint16Array(size);
+  const first = new Int32Array(slots).fill(NO_FIRST);
+  const last = new Int32Array(slots).fill(NO_LAST);
 
-  // The predecessor of the very first slot is the last point of the last stratum.
-  scatter(pointsPerWeight - 1, pointsPerWeight, tableBits, seeds, nextFirst, nextLast);
+  // Every stratum holds a point of every host, so the ring's last point is in the last stratum.
+  scatter(pointsPerWeight - 1, pointsPerWeight, tableBits, seeds, first, last);
   let l = slots - 1;
-  while (nextLast[l] === NO_LAST) l--;
-  let predPosition = (((pointsPerWeight - 1) * slots + l) * 2 ** shift + (nextLast[l]! >>> 16)) >>> 0;
-  let predHost = 0xffff - (nextLast[l]! & 0xffff);
-  nextFirst.fill(NO_FIRST);
-  nextLast.fill(NO_LAST);
+  while (last[l] === NO_LAST) l--;
+  let previous = ((pointsPerWeight - 1) * slots + l) * slotWidth + (last[l]! >>> 16) - TURN;
+  let previousHost = 0xffff - (last[l]! & 0xffff);
+  first.fill(NO_FIRST);
+  last.fill(NO_LAST);
 
-  scatter(0, pointsPerWeight, tableBits, seeds, first, last);
-  l = 0;
-  while (first[l] === NO_FIRST) l++;
-  const ringFirstPosition = (l * 2 ** shift + (first[l]! >>> 16)) >>> 0;
-  const ringFirstHost = first[l]! & 0xffff;
-
+  let ringFirst = -1;
+  let ringFirstHost = 0;
   for (let stratum = 0; stratum < pointsPerWeight; stratum++) {
+    scatter(stratum, pointsPerWeight, tableBits, seeds, first, last);
     const base = stratum * slots;
-    let afterPosition = ringFirstPosition;
-    let afterHost = ringFirstHost;
-    if (stratum + 1 < pointsPerWeight) {
-      scatter(stratum + 1, pointsPerWeight, tableBits, seeds, nextFirst, nextLast);
-      l = 0;
-      while (nextFirst[l] === NO_FIRST) l++;
-      afterPosition = (((base + slots + l) << shift) | (nextFirst[l]! >>> 16)) >>> 0;
-      afterHost = nextFirst[l]! & 0xffff;
-    }
-    // One forward pass: `next` is the first slot at or after `i` holding a point (found lazily),
-    // so the successor of slot i's start is that slot's first point, or the next stratum's.
-    let next = -1;
-    let succPosition = 0;
-    let succHost = 0;
     for (let i = 0; i < slots; i++) {
-      if (next < i) {
-        next = i;
-        while (next < slots && first[next] === NO_FIRST) next++;
-        if (next < slots) {
-          succPosition = (((base + next) << shift) | (first[next]! >>> 16)) >>> 0;
-          succHost = first[next]! & 0xffff;
-        } else {
-          succPosition = afterPosition;
-          succHost = afterHost;
-        }
+      const packedFirst = first[i]!;
+      if (packedFirst === NO_FIRST) continue;
+      const position = (base + i) * slotWidth + (packedFirst >>> 16);
+      const host = packedFirst & 0xffff;
+      fillGap(table, previous, previousHost, position, host, slotWidth);
+      if (ringFirst < 0) {
+        ringFirst = position;
+        ringFirstHost = host;
       }
-      const start = ((base + i) << shift) >>> 0;
-      // Unsigned 32-bit differences measure clockwise distances across the wrap-around too.
-      const toSucc = (succPosition - start) >>> 0;
-      const fromPred = (start - predPosition) >>> 0;
-      table[base + i] = fromPred < toSucc ? predHost : succHost;
-      const packed = last[i]!;
-      if (packed !== NO_LAST) {
-        predPosition = (((base + i) << shift) | (packed >>> 16)) >>> 0;
-        predHost = 0xffff - (packed & 0xffff);
-        last[i] = NO_LAST;
-        first[i] = NO_FIRST;
-      }
+      const packedLast = last[i]!;
+      previous = (base + i) * slotWidth + (packedLast >>> 16);
+      previousHost = 0xffff - (packedLast & 0xffff);
+      first[i] = NO_FIRST;
+      last[i] = NO_LAST;
     }
-    [first, nextFirst] = [nextFirst, first];
-    [last, nextLast] = [nextLast, last];
   }
+  fillGap(table, previous, previousHost, ringFirst + TURN, ringFirstHost, slotWidth);
   return table;
+}
+
+/**
+ * Gives the slots whose starts lie in `(p, q]` — between two consecutive points — to the host of
+ * the nearer point: `p`'s host when `start - p < q - start`, i.e. below the midpoint, else `q`'s
+ * (ties go to the successor). Positions may lie one turn outside `[0, 2^32)` at the wrap-around;
+ * slot indices are clamped to the table.
+ */
+function fillGap(table: Uint8Array | Uint16Array, p: number, pHost: number, q: number, qHost: number, slotWidth: number): void {
+  const from = Math.max(0, Math.floor(p / slotWidth) + 1);
+  const to = Math.min(table.length - 1, Math.floor(q / slotWidth));
+  const split = Math.min(to + 1, Math.max(from, Math.ceil((p + q) / (2 * slotWidth))));
+  for (let s = from; s < split; s++) table[s] = pHost;
+  for (let s = split; s <= to; s++) table[s] = qHost;
 }
 
 /**

@@ -11,13 +11,16 @@
  *   clockwise over distinct hosts, skipping ignored ones. tooz returns a set; this keeps the walk
  *   order, owner first, which is the order Ironic's single-replica lookup relies on.
  */
-import { createHash, hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { md5Words } from './md5.js';
 import type { Placement, WeightedHost } from './placement.js';
 
 /** tooz's and Ironic's default points per host: `2 ** hash_partition_exponent` with exponent 5. */
 export const TOOZ_DEFAULT_PARTITIONS = 32;
 
 const TWO_128 = 1n << 128n;
+/** Scratch for a key's digest: lookups are synchronous, so one buffer serves every ring. */
+const KEY_WORDS = new Uint32Array(4);
 
 /** Builds the tooz placement of `hosts` (already validated, sorted by name, distinct). */
 export class ToozPlacement implements Placement {
@@ -86,26 +89,26 @@ export class ToozPlacement implements Placement {
 
   /** Index of the first point strictly greater than md5(key), wrapping to 0 (`bisect_right`). */
   private firstAfter(key: string): number {
-    const digest = hash('md5', key, 'buffer');
-    const x0 = digest.readUInt32BE(0);
+    const x = KEY_WORDS;
+    md5Words(key, x);
+    const x0 = x[0]!;
     const high = this.high;
     let lo = 0;
     let hi = high.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const h = high[mid]!;
-      if (h > x0 || (h === x0 && this.greaterThan(mid, digest))) hi = mid;
+      if (h > x0 || (h === x0 && this.greaterThan(mid, x))) hi = mid;
       else lo = mid + 1;
     }
     return lo === high.length ? 0 : lo;
   }
 
-  /** Whether point `i` is greater than `digest`, given that their first words are equal. */
-  private greaterThan(i: number, digest: Buffer): boolean {
+  /** Whether point `i` is greater than the key's words `x`, given that their first words are equal. */
+  private greaterThan(i: number, x: Uint32Array): boolean {
     for (let w = 1; w < 4; w++) {
       const p = this.words[i * 4 + w]!;
-      const x = digest.readUInt32BE(w * 4);
-      if (p !== x) return p > x;
+      if (p !== x[w]) return p > x[w]!;
     }
     return false;
   }
