@@ -1,4 +1,6 @@
 /**
+ * `ironring ring …`: `show` (the live placement, from a running API; ring-show.ts) and `plan`.
+ *
  * `ironring ring plan`: what-if planning for the hash ring. Given a set of conductors and a change
  * (add some, remove some), it shows each conductor's share before and after and how many nodes
  * would move, from where to where — the cost of a change before making it. Pure computation: it
@@ -11,6 +13,7 @@ import { UsageError } from '../../common/errors.js';
 import { HashRing, RING_MODES, RingError } from '../../ring/index.js';
 import type { RingHost, RingMode } from '../../ring/index.js';
 import { emit, formatOption, renderTable } from '../output.js';
+import { ringShowCommand } from './ring-show.js';
 import type { OutputFormat } from '../output.js';
 
 /** The `ironring ring` command group. */
@@ -18,6 +21,7 @@ export function ringCommand(): Command {
   const ring = new Command('ring').description(
     'inspect and plan hash ring placement: which conductor owns which node, and what a change would move',
   );
+  ring.addCommand(ringShowCommand());
   ring.addCommand(planCommand());
   return ring;
 }
