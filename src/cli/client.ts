@@ -29,8 +29,8 @@ export async function apiGet<T>(base: string, path: string): Promise<T> {
   try {
     res = await fetch(`${base}${path}`, { headers: { 'X-OpenStack-Ironic-API-Version': 'latest', Accept: 'application/json' } });
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause;
-    const reason = cause?.code === 'ECONNREFUSED' ? 'connection refused' : (cause?.code ?? (err as Error).message);
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const reason = cause?.code === 'ECONNREFUSED' ? 'connection refused' : (cause?.message ?? cause?.code ?? (err as Error).message);
     throw new ApiRequestFailed(`cannot reach the ironring API at ${base}: ${reason} (is \`ironring api\` or \`ironring up\` running? point --url at it)`);
   }
   const text = await res.text();
