@@ -1,0 +1,306 @@
+/**
+ * A conductor's local boot state for its nodes (DESIGN §6): `prepare` makes a node's files exactly
+ * what its node, ports, images and label call for; `cleanUp` removes them; `inspect` reports how far
+ * the disk is from that; `precache` fills the image cache for replicas. All idempotent and
+ * compare-first: a `prepare` of a node that is already current reads, and writes nothing.
+ *
+ * Order of writes in `prepare`: images, config, manifest, per-MAC links, DHCP — a link or a DHCP
+ * entry never points at files that are not there yet. `cleanUp` goes the other way round.
+ */
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { isMissing, linkOrCopyIfChanged, readTextOrNull, removeIfPresent, removeLinkIfTarget, statOrNull, symlinkIfChanged, writeFileIfChanged } from './atomic-fs.js';
+import type { WriteOptions } from './atomic-fs.js';
+import { dhcpOptsPath, removeDhcpEntries, retireDhcpHosts, writeDhcpEntries } from './dhcp.js';
+import type { DhcpBootFiles, DhcpOptions } from './dhcp.js';
+import { InvalidBootInput } from './errors.js';
+import { ImageCache } from './image-cache.js';
+import type { ImageCacheOptions } from './image-cache.js';
+import { inspectNode } from './inspect.js';
+import type { BootInspection } from './inspect.js';
+import { allMacLinks, BOOT_IPXE_NAME, MANIFEST_NAME } from './layout.js';
+import type { BootRoots } from './layout.js';
+import { buildNodeSpec, parseManifest } from './node-spec.js';
+import type { NodeSpec, SpecSettings } from './node-spec.js';
+import { NODE_FILES, renderBootIpxe } from './templates/index.js';
+import type { BootImages, BootInterface, BootLogger, BootNode, BootPort, ImageSource } from './types.js';
+import { IMAGE_ROLES } from './types.js';
+import { normalizeMac, normalizeUuid } from './validate.js';
+
+const UUID_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Where the boot environment lives and what it writes. Every path is absolute. */
+export interface BootEnvironmentOptions {
+  /** Root served by TFTP (`[pxe] tftp_root`). */
+  tftpRoot: string;
+  /** Root served by the HTTP boot server (`[deploy] http_root`); needed for iPXE nodes. */
+  httpRoot?: string;
+  /** Base URL of the HTTP boot server as nodes reach it (`[deploy] http_url`); needed for iPXE nodes. */
+  httpUrl?: string;
+  /** Image cache directory (`master_images`), on the same file system as the roots so node files are hard links. */
+  masterPath: string;
+  /** This conductor's TFTP server as nodes reach it, `host` or `host:port`; needed for DHCP entries. */
+  tftpServer?: string;
+  /** dnsmasq `dhcp-hostsdir`; DHCP entries are written when both DHCP directories are set. */
+  dhcpHostsDir?: string;
+  /** dnsmasq `dhcp-optsdir`. */
+  dhcpOptsDir?: string;
+  /** On clean-up, `ignore` (default) rewrites a MAC's host line to `mac,ignore`; `remove` deletes it. */
+  dhcpCleanUp?: 'ignore' | 'remove';
+  /** Boot files DHCP hands to non-iPXE clients (PXELINUX, GRUB, iPXE chain loaders). */
+  bootFiles?: Partial<DhcpBootFiles>;
+  /** Interface for nodes that do not name one. Default `ipxe` when `httpUrl` and `httpRoot` are set, else `pxe`. */
+  defaultBootInterface?: BootInterface;
+  /** Kernel parameters for every label (Ironic's `pxe_append_params`). Default `nofb vga=normal`. */
+  appendParams?: string;
+  /** Extra kernel parameters for the deploy ramdisk only, e.g. `ipa-api-url=http://…`. */
+  deployParams?: string;
+  /** Extra kernel parameters for the instance ramdisk only. */
+  ramdiskParams?: string;
+  /** iPXE download timeout (ms) in `kernel`/`initrd` lines; 0: iPXE's own. */
+  ipxeTimeoutMs?: number;
+  /** fsync each written file before renaming it into place. Default true. */
+  durable?: boolean;
+  /** A shared cache instance, or options (other than `dir`) for the one created on `masterPath`. */
+  imageCache?: ImageCache | Omit<ImageCacheOptions, 'dir'>;
+  logger?: BootLogger;
+}
+
+/** What `prepare` or `cleanUp` changed on disk: empty lists for a node that was already current. */
+export interface BootChanges {
+  uuid: string;
+  /** Files and links written (created or replaced). */
+  written: string[];
+  /** Files, links and directories removed (a DHCP host line turned into `ignore` counts as written). */
+  removed: string[];
+}
+
+/** Prepares, inspects and removes nodes' boot files. One instance per conductor. */
+export class BootEnvironment {
+  readonly cache: ImageCache;
+  private readonly settings: SpecSettings;
+  private readonly roots: BootRoots;
+  private readonly write: WriteOptions;
+  private readonly dhcp: DhcpOptions | undefined;
+  // Per-node chain: two calls for one node never interleave their writes, even without the node lock.
+  private readonly chains = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly options: BootEnvironmentOptions) {
+    this.roots = { tftpRoot: options.tftpRoot, httpRoot: options.httpRoot };
+    this.write = { durable: options.durable };
+    this.cache =
+      options.imageCache instanceof ImageCache
+        ? options.imageCache
+        : new ImageCache({ durable: options.durable, logger: options.logger, ...options.imageCache, dir: options.masterPath });
+    if ((options.dhcpHostsDir === undefined) !== (options.dhcpOptsDir === undefined)) {
+      throw new InvalidBootInput('dhcpHostsDir', 'dhcpHostsDir and dhcpOptsDir go together');
+    }
+    if (options.dhcpHostsDir !== undefined && options.dhcpOptsDir !== undefined) {
+      if (options.tftpServer === undefined) throw new InvalidBootInput('tftpServer', 'is required to write DHCP entries');
+      this.dhcp = {
+        hostsDir: options.dhcpHostsDir,
+        optsDir: options.dhcpOptsDir,
+        tftpServer: options.tftpServer,
+        httpUrl: options.httpUrl,
+        bootFiles: options.bootFiles,
+        cleanUp: options.dhcpCleanUp,
+      };
+    }
+    const ipxeReady = options.httpUrl !== undefined && options.httpRoot !== undefined;
+    this.settings = {
+      roots: this.roots,
+      httpUrl: options.httpUrl,
+      defaultBootInterface: options.defaultBootInterface ?? (ipxeReady ? 'ipxe' : 'pxe'),
+      appendParams: options.appendParams ?? 'nofb vga=normal',
+      deployParams: options.deployParams,
+      ramdiskParams: options.ramdiskParams,
+      ipxeTimeoutMs: options.ipxeTimeoutMs,
+      dhcp: this.dhcp,
+    };
+  }
+
+  /** What `prepare` would make of these inputs (validated and rendered, nothing read or written). */
+  spec(node: BootNode, ports: readonly BootPort[], images: BootImages): NodeSpec {
+    return buildNodeSpec(node, ports, images, this.settings);
+  }
+
+  /**
+   * Makes the node's boot files current: images linked from the cache (downloaded and verified
+   * first if needed), config for its active label, per-MAC links of its pxe-enabled ports, DHCP
+   * entries; removes what an earlier prepare left that no longer applies (other boot interface or
+   * mode, ports no longer pxe-enabled, instance images no longer wanted). Writes nothing when the
+   * node is already current.
+   */
+  async prepare(node: BootNode, ports: readonly BootPort[], images: BootImages): Promise<BootChanges> {
+    const spec = this.spec(node, ports, images);
+    return this.serial(spec.uuid, () => this.apply(spec));
+  }
+
+  /**
+   * Removes everything of the node: per-MAC links (of `ports` and of every MAC an earlier prepare
+   * recorded), DHCP entries, and its directories. Masters stay in the cache for `clean` to judge.
+   */
+  async cleanUp(node: Pick<BootNode, 'uuid'>, ports: readonly BootPort[] = []): Promise<BootChanges> {
+    const uuid = normalizeUuid(node.uuid);
+    const given = ports.map((p, i) => normalizeMac(p.address, `ports[${i}].address`));
+    return this.serial(uuid, async () => {
+      const changes: BootChanges = { uuid, written: [], removed: [] };
+      const macs = [...new Set([...given, ...(await this.recordedMacs(uuid))])];
+      await this.removeLinks(uuid, macs, new Set(), changes);
+      if (this.dhcp !== undefined) {
+        const opts = dhcpOptsPath(this.dhcp.optsDir, uuid);
+        for (const path of await removeDhcpEntries(uuid, macs, this.dhcp, this.write)) {
+          // Host files turned into `mac,ignore` were written; the option file (and `remove`d host files) are gone.
+          (this.dhcp.cleanUp === 'remove' || path === opts ? changes.removed : changes.written).push(path);
+        }
+      }
+      for (const dir of this.nodeDirs(uuid)) await this.removeDir(dir, changes);
+      return changes;
+    });
+  }
+
+  /** Compares the disk with what `prepare` would write; with `verifyChecksums` (default) images are re-hashed. */
+  async inspect(node: BootNode, ports: readonly BootPort[], images: BootImages, options: { verifyChecksums?: boolean } = {}): Promise<BootInspection> {
+    const spec = this.spec(node, ports, images);
+    return inspectNode(spec, {
+      roots: this.roots,
+      cache: this.cache,
+      otherDirs: this.nodeDirs(spec.uuid).filter((d) => d !== spec.layout.dir),
+      recordedMacs: () => this.recordedMacs(spec.uuid),
+      verifyChecksums: options.verifyChecksums ?? true,
+    });
+  }
+
+  /** Fills the image cache with these images without any node layout (replicas). Returns the master paths. */
+  async precache(images: Partial<BootImages>): Promise<string[]> {
+    const paths: string[] = [];
+    for (const role of IMAGE_ROLES) {
+      const image = images[role];
+      if (image === undefined) continue;
+      const path = await this.cache.ensure(image, `images.${role}.checksum`);
+      await this.cache.touch(path);
+      paths.push(path);
+    }
+    return paths;
+  }
+
+  /** Uuids of the nodes that have a directory under either root (prepared, or half cleaned up). */
+  async listPrepared(): Promise<string[]> {
+    const found = new Set<string>();
+    for (const root of [this.roots.tftpRoot, this.roots.httpRoot]) {
+      if (root === undefined) continue;
+      let names: string[];
+      try {
+        names = await readdir(root);
+      } catch (err) {
+        if (isMissing(err)) continue;
+        throw err;
+      }
+      for (const name of names) if (UUID_DIR.test(name)) found.add(name);
+    }
+    return [...found].sort();
+  }
+
+  private async apply(spec: NodeSpec): Promise<BootChanges> {
+    const changes: BootChanges = { uuid: spec.uuid, written: [], removed: [] };
+    const { layout } = spec;
+    const recorded = await this.recordedMacs(spec.uuid);
+
+    await mkdir(layout.dir, { recursive: true });
+    await Promise.all(
+      IMAGE_ROLES.map(async (role) => {
+        const image = spec.images[role];
+        if (image === undefined) {
+          if (await removeIfPresent(layout.images[role])) changes.removed.push(layout.images[role]);
+        } else if (await this.linkImage(image, layout.images[role], `images.${role}.checksum`)) {
+          changes.written.push(layout.images[role]);
+        }
+      }),
+    );
+    if (await writeFileIfChanged(layout.config, spec.config, this.write)) changes.written.push(layout.config);
+
+    // Links of MACs no longer pxe-enabled, and of other formats (boot mode or interface changed).
+    const wanted = new Set(spec.links.map((l) => l.path));
+    await this.removeLinks(spec.uuid, [...new Set([...recorded, ...spec.macs])], wanted, changes);
+    const gone = recorded.filter((m) => !spec.macs.includes(m));
+    if (this.dhcp !== undefined && gone.length > 0) changes.written.push(...(await retireDhcpHosts(spec.uuid, gone, this.dhcp, this.write)));
+    for (const dir of this.nodeDirs(spec.uuid)) if (dir !== layout.dir) await this.removeDir(dir, changes);
+
+    if (await writeFileIfChanged(layout.manifest, spec.manifest, this.write)) changes.written.push(layout.manifest);
+    const linkDirs = new Set(spec.links.map((l) => dirname(l.path)));
+    for (const dir of linkDirs) await mkdir(dir, { recursive: true });
+    for (const link of spec.links) {
+      if (await symlinkIfChanged(link.path, link.target)) changes.written.push(link.path);
+    }
+    if (spec.iface === 'ipxe' && this.roots.httpRoot !== undefined) {
+      const bootIpxe = join(this.roots.httpRoot, BOOT_IPXE_NAME);
+      if (await writeFileIfChanged(bootIpxe, renderBootIpxe(), this.write)) changes.written.push(bootIpxe);
+    }
+    if (spec.dhcp !== null) changes.written.push(...(await writeDhcpEntries(spec.dhcp, this.write)));
+
+    if (changes.written.length + changes.removed.length > 0) {
+      this.options.logger?.debug({ node: spec.uuid, written: changes.written.length, removed: changes.removed.length }, 'prepared boot files');
+    }
+    return changes;
+  }
+
+  /** Hard-links (or copies) the master of `image` to `dest`; true when `dest` changed. */
+  private async linkImage(image: ImageSource, dest: string, field: string): Promise<boolean> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.cache.use(
+          image,
+          async (master) => {
+            const how = await linkOrCopyIfChanged(master, dest, this.write);
+            if (how !== null) await this.cache.touch(master);
+            return how !== null;
+          },
+          field,
+        );
+      } catch (err) {
+        // Another process's clean-up removed the master between ensure and link: fetch it again, once.
+        if (attempt > 0 || !isMissing(err)) throw err;
+      }
+    }
+  }
+
+  private async removeLinks(uuid: string, macs: readonly string[], keep: ReadonlySet<string>, changes: BootChanges): Promise<void> {
+    for (const mac of macs) {
+      for (const link of allMacLinks(this.roots, uuid, mac)) {
+        if (keep.has(link.path)) continue;
+        if (await removeLinkIfTarget(link.path, link.target)) changes.removed.push(link.path);
+      }
+    }
+  }
+
+  private async removeDir(dir: string, changes: BootChanges): Promise<void> {
+    if ((await statOrNull(dir, false)) === null) return;
+    // The node stopped using its images now: stamp them so the cache's TTL counts from here.
+    for (const role of IMAGE_ROLES) await this.cache.touch(join(dir, NODE_FILES[role]), true);
+    await rm(dir, { recursive: true, force: true });
+    changes.removed.push(dir);
+  }
+
+  private nodeDirs(uuid: string): string[] {
+    return [this.roots.tftpRoot, this.roots.httpRoot].filter((r): r is string => r !== undefined).map((r) => join(r, uuid));
+  }
+
+  private async recordedMacs(uuid: string): Promise<string[]> {
+    const lists = await Promise.all(this.nodeDirs(uuid).map(async (dir) => parseManifest(await readTextOrNull(join(dir, MANIFEST_NAME)))));
+    return [...new Set(lists.flat())];
+  }
+
+  private serial<T>(uuid: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.chains.get(uuid) ?? Promise.resolve();
+    const next = previous.then(fn, fn);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.chains.set(uuid, settled);
+    void settled.then(() => {
+      if (this.chains.get(uuid) === settled) this.chains.delete(uuid);
+    });
+    return next;
+  }
+}
