@@ -1,14 +1,14 @@
 /**
  * The balanced placement (ironring's default): a consistent-hash ring with many points per host,
  * stratified, where a position belongs to the host of the *nearest* point (either direction), and
- * which is quantised into a table of 2^21 slots so that a lookup is one hash and one array read.
+ * which is quantised into a table of 2^22 slots so that a lookup is one hash and one array read.
  * docs/ring.md explains the choice and shows the measurements behind the constants.
  *
  * - Each host has `pointsPerWeight × weight` points. The circle of 32-bit positions is cut into
  *   `pointsPerWeight` equal strata and every host puts `weight` points in each stratum, at positions
  *   derived from a hash of its name. Stratifying lets the build visit the table one stratum at a
  *   time, in a scratch window that stays in the CPU cache.
- * - Slot `s` covers positions `[s·2^11, (s+1)·2^11)` and belongs to the host whose point is nearest
+ * - Slot `s` covers positions `[s·2^10, (s+1)·2^10)` and belongs to the host whose point is nearest
  *   to the slot's start: the first point at or after it, unless the last point before it is
  *   strictly closer. Owning the cell around each point (rather than the arc before it, as tooz and
  *   ketama do) averages two random gaps per point instead of one, which halves the variance of a
@@ -24,10 +24,10 @@ import { murmur3 } from './hash.js';
 import type { Placement, WeightedHost } from './placement.js';
 
 /** log2 of the number of slots in the balanced table. */
-export const TABLE_BITS = 21;
+export const TABLE_BITS = 22;
 
 /** Default points per unit of weight in balanced mode (chosen by measurement, docs/ring.md). */
-export const BALANCED_DEFAULT_POINTS = 32_768;
+export const BALANCED_DEFAULT_POINTS = 16_384;
 
 /** Most hosts a balanced ring can hold: host indices are stored in 16 bits. */
 export const BALANCED_MAX_HOSTS = 0xffff;
@@ -38,8 +38,6 @@ const SEED_B = 0x1b873593;
 const NO_FIRST = 0x7fffffff;
 /** "No point in this slot" for the last-point window (smaller than any packed point). */
 const NO_LAST = -1;
-/** One turn of the ring: 2^32 positions. */
-const TURN = 2 ** 32;
 
 /** Builds the balanced placement of `hosts` (already validated, sorted by name, distinct). */
 export class BalancedPlacement implements Placement {
@@ -130,16 +128,19 @@ function buildTable(
   const first = new Int32Array(slots).fill(NO_FIRST);
   const last = new Int32Array(slots).fill(NO_LAST);
 
-  // Every stratum holds a point of every host, so the ring's last point is in the last stratum.
+  // Every stratum holds a point of every host, so the ring's last point is in the last stratum;
+  // seen from the first slot it lies one turn back, in slot `l - size`.
   scatter(pointsPerWeight - 1, pointsPerWeight, tableBits, seeds, first, last);
   let l = slots - 1;
   while (last[l] === NO_LAST) l--;
-  let previous = ((pointsPerWeight - 1) * slots + l) * slotWidth + (last[l]! >>> 16) - TURN;
+  let previousSlot = (pointsPerWeight - 1) * slots + l - size;
+  let previousOffset = last[l]! >>> 16;
   let previousHost = 0xffff - (last[l]! & 0xffff);
   first.fill(NO_FIRST);
   last.fill(NO_LAST);
 
-  let ringFirst = -1;
+  let ringFirstSlot = -1;
+  let ringFirstOffset = 0;
   let ringFirstHost = 0;
   for (let stratum = 0; stratum < pointsPerWeight; stratum++) {
     scatter(stratum, pointsPerWeight, tableBits, seeds, first, last);
@@ -147,36 +148,54 @@ function buildTable(
     for (let i = 0; i < slots; i++) {
       const packedFirst = first[i]!;
       if (packedFirst === NO_FIRST) continue;
-      const position = (base + i) * slotWidth + (packedFirst >>> 16);
+      const slot = base + i;
+      const offset = packedFirst >>> 16;
       const host = packedFirst & 0xffff;
-      fillGap(table, previous, previousHost, position, host, slotWidth);
-      if (ringFirst < 0) {
-        ringFirst = position;
+      fillGap(table, previousSlot, previousOffset, previousHost, slot, offset, host, slotWidth);
+      if (ringFirstSlot < 0) {
+        ringFirstSlot = slot;
+        ringFirstOffset = offset;
         ringFirstHost = host;
       }
       const packedLast = last[i]!;
-      previous = (base + i) * slotWidth + (packedLast >>> 16);
+      previousSlot = slot;
+      previousOffset = packedLast >>> 16;
       previousHost = 0xffff - (packedLast & 0xffff);
       first[i] = NO_FIRST;
       last[i] = NO_LAST;
     }
   }
-  fillGap(table, previous, previousHost, ringFirst + TURN, ringFirstHost, slotWidth);
+  // The gap that wraps around: from the last point to the first one, one turn ahead.
+  fillGap(table, previousSlot, previousOffset, previousHost, ringFirstSlot + size, ringFirstOffset, ringFirstHost, slotWidth);
   return table;
 }
 
 /**
- * Gives the slots whose starts lie in `(p, q]` — between two consecutive points — to the host of
- * the nearer point: `p`'s host when `start - p < q - start`, i.e. below the midpoint, else `q`'s
- * (ties go to the successor). Positions may lie one turn outside `[0, 2^32)` at the wrap-around;
- * slot indices are clamped to the table.
+ * Gives the slots whose starts lie between two consecutive points p (in slot `pSlot`, `pOffset`
+ * positions in) and q — slots `pSlot + 1` to `qSlot` — to the host of the nearer point: p's host
+ * when `start - p < q - start`, i.e. below the midpoint, else q's (ties go to the successor). In
+ * integers: slot s is p's when `(2s - pSlot - qSlot) · width < pOffset + qOffset`. Slot numbers
+ * may lie one turn outside the table at the wrap-around; writes are clamped to the table.
  */
-function fillGap(table: Uint8Array | Uint16Array, p: number, pHost: number, q: number, qHost: number, slotWidth: number): void {
-  const from = Math.max(0, Math.floor(p / slotWidth) + 1);
-  const to = Math.min(table.length - 1, Math.floor(q / slotWidth));
-  const split = Math.min(to + 1, Math.max(from, Math.ceil((p + q) / (2 * slotWidth))));
-  for (let s = from; s < split; s++) table[s] = pHost;
-  for (let s = split; s <= to; s++) table[s] = qHost;
+function fillGap(
+  table: Uint8Array | Uint16Array,
+  pSlot: number,
+  pOffset: number,
+  pHost: number,
+  qSlot: number,
+  qOffset: number,
+  qHost: number,
+  width: number,
+): void {
+  const slotSum = pSlot + qSlot;
+  // slotSum = 2k + r; the first slot that is q's is k + ceil((r·width + offsets) / (2·width)).
+  const excess = (slotSum & 1) * width + pOffset + qOffset;
+  const split = (slotSum >> 1) + (excess === 0 ? 0 : excess <= 2 * width ? 1 : 2);
+  const from = pSlot + 1 < 0 ? 0 : pSlot + 1;
+  const to = qSlot >= table.length ? table.length - 1 : qSlot;
+  const middle = split < from ? from : split > to + 1 ? to + 1 : split;
+  for (let s = from; s < middle; s++) table[s] = pHost;
+  for (let s = middle; s <= to; s++) table[s] = qHost;
 }
 
 /**

@@ -38,7 +38,7 @@ export interface HashRingOptions {
   /**
    * Points per unit of weight. In `tooz` mode: tooz's `partitions` (default 32, Ironic's
    * `2 ** hash_partition_exponent`), any integer ≥ 1. In `balanced` mode: a power of two from 1 to
-   * 2^22 (default 32768); fewer points build faster and balance worse (docs/ring.md).
+   * 2^22 (default 16384); fewer points build faster and balance worse (docs/ring.md).
    */
   readonly partitions?: number;
 }
@@ -113,10 +113,12 @@ export class HashRing {
    *
    * @throws InvalidReplicasError when `replicas` is not an integer ≥ 1.
    */
-  lookup(key: string, options: LookupOptions = {}): string[] {
-    const replicas = options.replicas ?? 1;
+  lookup(key: string, options?: LookupOptions): string[] {
+    const replicas = options?.replicas ?? 1;
+    // The common call — one owner, nothing ignored — takes the shortest path.
+    if (replicas === 1 && (options?.ignore === undefined || options.ignore.length === 0)) return [this.placement.owner(key)];
     if (!Number.isInteger(replicas) || replicas < 1) throw new InvalidReplicasError(replicas);
-    const ignore = options.ignore ?? [];
+    const ignore = options?.ignore ?? [];
     if (ignore.length === 0) {
       if (replicas === 1) return [this.placement.owner(key)];
       return this.placement.walk(key, Math.min(replicas, this.size), null);

@@ -43,7 +43,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('ironring ring plan', () => {
   it('prints each conductor’s exact share and node count', () => {
     const p = plan(['--hosts', 'c1,c2,c3=2', '--nodes', '4000']);
-    expect(p).toMatchObject({ mode: 'balanced', partitions: 32768, replicas: 1, nodes: { source: 'synthetic', count: 4000 }, change: null });
+    expect(p).toMatchObject({ mode: 'balanced', partitions: 16384, replicas: 1, nodes: { source: 'synthetic', count: 4000 }, change: null });
     expect(p.hosts.map((h) => [h.name, h.weight])).toEqual([
       ['c1', 1],
       ['c2', 1],

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BalancedPlacement } from '../../src/ring/balanced.js';
+import { BALANCED_DEFAULT_POINTS, BalancedPlacement } from '../../src/ring/balanced.js';
 import { mix32, murmur3 } from '../../src/ring/hash.js';
 import type { WeightedHost } from '../../src/ring/placement.js';
 
@@ -71,7 +71,7 @@ describe('balanced placement table', () => {
 
   it('gives each of 100 hosts within 2 % of an even share at the default size', () => {
     const hosts = Array.from({ length: 100 }, (_, i) => ({ name: `conductor-${String(i).padStart(2, '0')}`, weight: 1 }));
-    const shares = new BalancedPlacement(hosts, 32_768).shares();
+    const shares = new BalancedPlacement(hosts, BALANCED_DEFAULT_POINTS).shares();
     // The benchmark tracks this figure; here it guards against a build that silently degrades.
     expect(Math.max(...shares) * 100).toBeLessThanOrEqual(1.02);
     expect(Math.min(...shares) * 100).toBeGreaterThanOrEqual(0.98);

@@ -111,8 +111,9 @@ describe.each(MODES)('ring properties, $label mode', ({ label: _label, ...option
 });
 
 describe('weights', () => {
-  // Balanced, default size: a weight-w host has ~32768·w points, so the exact share's relative
-  // standard deviation is ≈ 1/sqrt(2·32768·w) ≤ 0.4 %; 3 % is over 7 sigma.
+  // Balanced, default size: a weight-w host has 16384·w points, each owning the cell around it
+  // (two random gaps), so the exact share's relative standard deviation is ≈ 1/sqrt(2·16384·w)
+  // ≤ 0.6 %; 3 % is over 5 sigma.
   it('shift exact shares in proportion to the weights (balanced, within 3 %)', () => {
     fc.assert(
       fc.property(hosts(2, 6), (members) => {

@@ -69,7 +69,7 @@ function planCommand(): Command {
     .option('--keys <file>', 'node UUIDs to place, one per line ("-" reads stdin)')
     .option('--nodes <n>', `number of synthetic node UUIDs to place (default ${DEFAULT_NODES})`)
     .addOption(new Option('--mode <mode>', 'placement algorithm').choices(RING_MODES).default('balanced'))
-    .option('--partitions <n>', 'points per unit of weight (default: 32768 balanced, 32 tooz)')
+    .option('--partitions <n>', 'points per unit of weight (default: 16384 balanced, 32 tooz)')
     .option('--replicas <r>', 'conductors per node: owner plus replicas', '1')
     .addOption(formatOption())
     .action((opts: PlanOptions) => {
