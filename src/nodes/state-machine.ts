@@ -1,0 +1,326 @@
+/**
+ * The provision state machine: one table of `state × event → state`, modelled on Ironic's (same
+ * states, events and transitions, so a node moves exactly as operators expect from Ironic), plus the
+ * rules around it — stable vs. intermediate states, the target each intermediate state heads for,
+ * which transitions an API action may fire and which only a conductor may.
+ *
+ * Pure and synchronous: plain values in, plain values out. Conductors persist what `transition`
+ * returns; the API asks `applyAction` before it hands anything to a conductor.
+ */
+import { IronringError } from '../common/errors.js';
+import { ACTION_EVENT, ACTION_MIN_VERSION, CANONICAL_ACTIONS, EVENT_ACTION } from './states.js';
+import type {
+  ActionEvent,
+  ApiVersion,
+  CanonicalAction,
+  ProvisionAction,
+  ProvisionEvent,
+  ProvisionState,
+  StableState,
+  StateKind,
+} from './states.js';
+
+/** A node's provision state with its `target_provision_state` (null in stable states). */
+export interface ProvisionStatus {
+  readonly state: ProvisionState;
+  readonly target: StableState | null;
+}
+
+/** One row of the table. */
+export interface TransitionRule {
+  readonly from: ProvisionState;
+  readonly event: ProvisionEvent;
+  readonly to: ProvisionState;
+  /** `api`: an operator's action may fire it; `conductor`: only a conductor doing the work may. */
+  readonly by: 'api' | 'conductor';
+  /** A target that replaces `to`'s default (manual cleaning heads back to `manageable`). */
+  readonly target?: StableState;
+}
+
+/** What each state is and, for intermediate states, which stable state it heads for by default. */
+export const STATE_INFO: Readonly<Record<ProvisionState, { readonly kind: StateKind; readonly target: StableState | null }>> = {
+  enroll: { kind: 'stable', target: null },
+  verifying: { kind: 'working', target: 'manageable' },
+  manageable: { kind: 'stable', target: null },
+  inspecting: { kind: 'working', target: 'manageable' },
+  'inspect wait': { kind: 'waiting', target: 'manageable' },
+  'inspect failed': { kind: 'failed', target: 'manageable' },
+  cleaning: { kind: 'working', target: 'available' },
+  'clean wait': { kind: 'waiting', target: 'available' },
+  'clean failed': { kind: 'failed', target: 'available' },
+  available: { kind: 'stable', target: null },
+  deploying: { kind: 'working', target: 'active' },
+  'wait call-back': { kind: 'waiting', target: 'active' },
+  'deploy failed': { kind: 'failed', target: 'active' },
+  active: { kind: 'stable', target: null },
+  deleting: { kind: 'working', target: 'available' },
+  error: { kind: 'stable', target: null },
+  rescuing: { kind: 'working', target: 'rescue' },
+  'rescue wait': { kind: 'waiting', target: 'rescue' },
+  rescue: { kind: 'stable', target: null },
+  'rescue failed': { kind: 'failed', target: 'rescue' },
+  unrescuing: { kind: 'working', target: 'active' },
+  'unrescue failed': { kind: 'failed', target: 'active' },
+  adopting: { kind: 'working', target: 'active' },
+  'adopt failed': { kind: 'failed', target: 'active' },
+};
+
+const api = (from: ProvisionState, event: ActionEvent, to: ProvisionState, target?: StableState): TransitionRule =>
+  target ? { from, event, to, by: 'api', target } : { from, event, to, by: 'api' };
+const conductor = (from: ProvisionState, event: ProvisionEvent, to: ProvisionState): TransitionRule => ({ from, event, to, by: 'conductor' });
+
+/**
+ * The whole machine, grouped by flow. Ironic marks no transition as API-only or conductor-only (its
+ * API lets any verb through that the table has, and relies on the node's lock for the rest); here
+ * `manage` out of `cleaning` (end of a manual clean) and `clean` out of `deleting` (teardown done)
+ * belong to the conductor, so an operator cannot cut those flows short.
+ */
+export const TRANSITIONS: readonly TransitionRule[] = [
+  // Enrolment: verify the BMC credentials, fall back to enroll when they do not work.
+  api('enroll', 'manage', 'verifying'),
+  conductor('verifying', 'done', 'manageable'),
+  conductor('verifying', 'fail', 'enroll'),
+  // Inspection, synchronous or waiting on the ramdisk.
+  api('manageable', 'inspect', 'inspecting'),
+  conductor('inspecting', 'done', 'manageable'),
+  conductor('inspecting', 'fail', 'inspect failed'),
+  conductor('inspecting', 'wait', 'inspect wait'),
+  conductor('inspect wait', 'done', 'manageable'),
+  conductor('inspect wait', 'fail', 'inspect failed'),
+  api('inspect wait', 'abort', 'inspect failed'),
+  conductor('inspect wait', 'resume', 'inspecting'),
+  api('inspect failed', 'manage', 'manageable'),
+  api('inspect failed', 'inspect', 'inspecting'),
+  // Cleaning: automated on the way to available, manual from manageable and back.
+  api('manageable', 'provide', 'cleaning'),
+  api('manageable', 'clean', 'cleaning', 'manageable'),
+  conductor('cleaning', 'done', 'available'),
+  conductor('cleaning', 'manage', 'manageable'),
+  conductor('cleaning', 'fail', 'clean failed'),
+  conductor('cleaning', 'wait', 'clean wait'),
+  conductor('clean wait', 'resume', 'cleaning'),
+  conductor('clean wait', 'fail', 'clean failed'),
+  api('clean wait', 'abort', 'clean failed'),
+  api('clean failed', 'manage', 'manageable'),
+  api('available', 'manage', 'manageable'),
+  // Deployment and rebuilds.
+  api('available', 'deploy', 'deploying'),
+  conductor('deploying', 'done', 'active'),
+  conductor('deploying', 'fail', 'deploy failed'),
+  conductor('deploying', 'wait', 'wait call-back'),
+  conductor('wait call-back', 'resume', 'deploying'),
+  conductor('wait call-back', 'fail', 'deploy failed'),
+  api('deploy failed', 'deploy', 'deploying'),
+  api('deploy failed', 'rebuild', 'deploying'),
+  api('active', 'rebuild', 'deploying'),
+  api('error', 'rebuild', 'deploying'),
+  // Teardown: deleting, then always through cleaning to available.
+  api('active', 'delete', 'deleting'),
+  api('wait call-back', 'delete', 'deleting'),
+  api('deploy failed', 'delete', 'deleting'),
+  api('error', 'delete', 'deleting'),
+  api('rescue', 'delete', 'deleting'),
+  api('rescue wait', 'delete', 'deleting'),
+  api('rescue failed', 'delete', 'deleting'),
+  api('unrescue failed', 'delete', 'deleting'),
+  conductor('deleting', 'clean', 'cleaning'),
+  conductor('deleting', 'fail', 'error'),
+  // Rescue and back.
+  api('active', 'rescue', 'rescuing'),
+  api('rescue', 'rescue', 'rescuing'),
+  api('rescue failed', 'rescue', 'rescuing'),
+  api('unrescue failed', 'rescue', 'rescuing'),
+  conductor('rescuing', 'done', 'rescue'),
+  conductor('rescuing', 'fail', 'rescue failed'),
+  conductor('rescuing', 'wait', 'rescue wait'),
+  conductor('rescue wait', 'resume', 'rescuing'),
+  conductor('rescue wait', 'fail', 'rescue failed'),
+  api('rescue wait', 'abort', 'rescue failed'),
+  api('rescue', 'unrescue', 'unrescuing'),
+  api('rescue failed', 'unrescue', 'unrescuing'),
+  api('unrescue failed', 'unrescue', 'unrescuing'),
+  conductor('unrescuing', 'done', 'active'),
+  conductor('unrescuing', 'fail', 'unrescue failed'),
+  // Adoption of nodes deployed by other means.
+  api('manageable', 'adopt', 'adopting'),
+  conductor('adopting', 'done', 'active'),
+  conductor('adopting', 'fail', 'adopt failed'),
+  api('adopt failed', 'adopt', 'adopting'),
+  api('adopt failed', 'manage', 'manageable'),
+];
+
+const RULES = new Map<ProvisionState, Map<ProvisionEvent, TransitionRule>>();
+for (const rule of TRANSITIONS) {
+  const byEvent = RULES.get(rule.from) ?? new Map<ProvisionEvent, TransitionRule>();
+  // A second rule for the same pair would make the machine ambiguous: fail at import, not at 3 a.m.
+  if (byEvent.has(rule.event)) throw new Error(`duplicate transition ${rule.from} --${rule.event}-->`);
+  byEvent.set(rule.event, rule);
+  RULES.set(rule.from, byEvent);
+}
+
+/**
+ * Thrown when an event or API action is not allowed from a node's provision state. The message
+ * names the state, what was asked and what the state allows, e.g. `the requested action "deploy"
+ * cannot be performed on node in state "enroll"; allowed actions: manage`. HTTP 400, as Ironic's
+ * InvalidStateRequested — the API answers 409 NodeLocked first when the node is reserved, as Ironic
+ * does, since a busy node would otherwise look like a bad request.
+ */
+export class InvalidStateTransition extends IronringError {
+  override readonly httpStatus = 400;
+  /** The API actions the state allows, canonical names, table order. */
+  readonly allowedActions: readonly CanonicalAction[];
+
+  constructor(
+    /** The node's provision state. */
+    readonly state: ProvisionState,
+    /** The action or event that was asked for, as given. */
+    readonly requested: string,
+  ) {
+    const allowed = allowedActions(state);
+    super(
+      `the requested action "${requested}" cannot be performed on node in state "${state}"; ` +
+        `allowed actions: ${allowed.length > 0 ? allowed.join(', ') : 'none'}`,
+    );
+    this.allowedActions = allowed;
+  }
+}
+
+function statusOf(current: ProvisionState | ProvisionStatus): ProvisionStatus {
+  return typeof current === 'string' ? { state: current, target: STATE_INFO[current].target } : current;
+}
+
+function follow(from: ProvisionStatus, rule: TransitionRule): ProvisionStatus {
+  const to = rule.to;
+  if (STATE_INFO[to].kind === 'stable') return { state: to, target: null };
+  if (rule.target) return { state: to, target: rule.target };
+  // Within one flow a node keeps the target it started with: a manual clean heads back to
+  // manageable through clean wait and clean failed, as Ironic's conductor passes it along.
+  const sameFlow = STATE_INFO[from.state].kind !== 'stable' && STATE_INFO[from.state].target === STATE_INFO[to].target;
+  return { state: to, target: sameFlow && from.target !== null ? from.target : STATE_INFO[to].target };
+}
+
+/**
+ * Fires `event` (any event: API verbs and conductor events alike) on a node in `current` and
+ * returns its new status. Pass the node's status rather than the bare state to keep a target that
+ * differs from the default (manual cleaning). Throws `InvalidStateTransition` when the table has
+ * no such transition.
+ */
+export function transition(current: ProvisionState | ProvisionStatus, event: ProvisionEvent): ProvisionStatus {
+  const status = statusOf(current);
+  const rule = RULES.get(status.state)?.get(event);
+  if (!rule) throw new InvalidStateTransition(status.state, event);
+  return follow(status, rule);
+}
+
+/**
+ * Applies an operator's provision action (any API spelling, `active` or `deploy` alike) and returns
+ * the event to hand to the conductor with the status the node moves to. Throws
+ * `InvalidStateTransition` when the action is not allowed from the node's state, including
+ * transitions the table reserves for conductors.
+ */
+export function applyAction(
+  current: ProvisionState | ProvisionStatus,
+  action: ProvisionAction,
+): ProvisionStatus & { readonly event: ActionEvent } {
+  const status = statusOf(current);
+  const event = ACTION_EVENT[action];
+  const rule = RULES.get(status.state)?.get(event);
+  if (!rule || rule.by !== 'api') throw new InvalidStateTransition(status.state, action);
+  return { ...follow(status, rule), event };
+}
+
+/** True when the table has a transition for `event` from `state` (whoever may fire it). */
+export function canTransition(state: ProvisionState, event: ProvisionEvent): boolean {
+  return RULES.get(state)?.has(event) ?? false;
+}
+
+/** Every event with a transition out of `state`, in table order. */
+export function allowedEvents(state: ProvisionState): ProvisionEvent[] {
+  return [...(RULES.get(state)?.keys() ?? [])];
+}
+
+/** The API actions allowed from `state`, canonical names in the order of `CANONICAL_ACTIONS`. */
+export function allowedActions(state: ProvisionState): CanonicalAction[] {
+  const rules = RULES.get(state);
+  const allowed = new Set<CanonicalAction>();
+  for (const rule of rules?.values() ?? []) {
+    if (rule.by === 'api') allowed.add(EVENT_ACTION[rule.event as ActionEvent]);
+  }
+  return CANONICAL_ACTIONS.filter((action) => allowed.has(action));
+}
+
+/** True when `action` (any API spelling) is allowed from `state`. */
+export function isActionAllowed(state: ProvisionState, action: ProvisionAction): boolean {
+  return RULES.get(state)?.get(ACTION_EVENT[action])?.by === 'api';
+}
+
+/** True for stable states: nothing happens to the node until someone asks. */
+export function isStable(state: ProvisionState): state is StableState {
+  return STATE_INFO[state].kind === 'stable';
+}
+
+/** The kind of `state`: stable, working, waiting or failed. */
+export function stateKind(state: ProvisionState): StateKind {
+  return STATE_INFO[state].kind;
+}
+
+/** The stable state an intermediate state heads for by default; null for stable states. */
+export function defaultTarget(state: ProvisionState): StableState | null {
+  return STATE_INFO[state].target;
+}
+
+/**
+ * The event a conductor fires when the work of a working state has succeeded: `done`, except that
+ * a manual clean (target `manageable`) ends with `manage`, as in Ironic's table.
+ */
+export function finishEvent(status: ProvisionStatus): 'done' | 'manage' {
+  return status.state === 'cleaning' && status.target === 'manageable' ? 'manage' : 'done';
+}
+
+const atLeast = (version: ApiVersion, major: number, minor: number): boolean =>
+  version[0] > major || (version[0] === major && version[1] >= minor);
+
+/** The state a new node starts in: `available` for requests below API 1.11, `enroll` from 1.11. */
+export function initialProvisionState(version: ApiVersion): 'enroll' | 'available' {
+  return atLeast(version, 1, 11) ? 'enroll' : 'available';
+}
+
+/**
+ * The first microversion that may ask for `action` on a node in `state`: the action's own minimum,
+ * raised to 1.41 for aborting `inspect wait` (Ironic answers older requests 406).
+ */
+export function actionMinVersion(action: ProvisionAction, state: ProvisionState): ApiVersion {
+  const base = ACTION_MIN_VERSION[action];
+  return state === 'inspect wait' && ACTION_EVENT[action] === 'abort' && !atLeast(base, 1, 41) ? [1, 41] : base;
+}
+
+/**
+ * `provision_state` as a client of `version` must see it: before 1.2 `available` was shown as
+ * null, before 1.39 `inspect wait` as `inspecting` (Ironic hides newer names the same way).
+ */
+export function provisionStateAtVersion(state: ProvisionState, version: ApiVersion): ProvisionState | null {
+  if (state === 'available' && !atLeast(version, 1, 2)) return null;
+  if (state === 'inspect wait' && !atLeast(version, 1, 39)) return 'inspecting';
+  return state;
+}
+
+/**
+ * The machine as Markdown for docs: one table of states (kind, default target, allowed actions)
+ * and one of transitions. `docs/states.md` embeds it and a test keeps the two identical.
+ */
+export function renderStateMachineMarkdown(): string {
+  const lines: string[] = [
+    '| state | kind | default target | API actions allowed |',
+    '| --- | --- | --- | --- |',
+  ];
+  for (const [state, info] of Object.entries(STATE_INFO) as [ProvisionState, (typeof STATE_INFO)[ProvisionState]][]) {
+    const actions = allowedActions(state);
+    lines.push(`| \`${state}\` | ${info.kind} | ${info.target ? `\`${info.target}\`` : '—'} | ${actions.length ? actions.join(', ') : '—'} |`);
+  }
+  lines.push('', '| from | event | to | fired by |', '| --- | --- | --- | --- |');
+  for (const rule of TRANSITIONS) {
+    const target = rule.target ? ` (target \`${rule.target}\`)` : '';
+    lines.push(`| \`${rule.from}\` | \`${rule.event}\` | \`${rule.to}\`${target} | ${rule.by} |`);
+  }
+  return `${lines.join('\n')}\n`;
+}
