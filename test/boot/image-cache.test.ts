@@ -1,0 +1,178 @@
+import { createHash } from 'node:crypto';
+import { link, mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ImageChecksumMismatch, ImageDownloadFailed, InvalidBootInput, UnsupportedImageSource } from '../../src/boot/errors.js';
+import { ImageCache } from '../../src/boot/image-cache.js';
+import { MAC_A, imageServer, randomBlob, sandbox, sha256, tree } from './helpers.js';
+import type { BootSandbox } from './helpers.js';
+
+let s: BootSandbox;
+let server: Awaited<ReturnType<typeof imageServer>> | null = null;
+const DAY = 86_400_000;
+
+beforeEach(async () => {
+  s = await sandbox();
+});
+afterEach(async () => {
+  await server?.close();
+  server = null;
+  await s.dispose();
+});
+
+const uuid = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+const mac = (i: number) => `52:54:00:00:00:${i.toString(16).padStart(2, '0')}`;
+
+describe('image cache: shared downloads', () => {
+  it('20 concurrent prepares of nodes sharing one image download it once and link it 20 times', async () => {
+    const kernel = randomBlob(256 * 1024);
+    const ramdisk = randomBlob(512 * 1024);
+    server = await imageServer({ '/kernel': kernel, '/ramdisk': ramdisk }, 30);
+    const env = s.env();
+    const images = {
+      deployKernel: { url: `${server.url}/kernel`, checksum: sha256(kernel) },
+      deployRamdisk: { url: `${server.url}/ramdisk`, checksum: sha256(ramdisk) },
+    };
+    await Promise.all(Array.from({ length: 20 }, (_, i) => env.prepare({ uuid: uuid(i) }, [{ address: mac(i), pxeEnabled: true }], images)));
+
+    expect(server.hits.get('/kernel')).toBe(1);
+    expect(server.hits.get('/ramdisk')).toBe(1);
+    expect(env.cache.downloads).toBe(2);
+    const master = await stat(env.cache.pathFor(images.deployKernel));
+    expect(master.nlink).toBe(21);
+    for (let i = 0; i < 20; i++) {
+      expect((await stat(join(s.tftpRoot, uuid(i), 'deploy_kernel'))).ino).toBe(master.ino);
+    }
+    expect(await readFile(join(s.tftpRoot, uuid(7), 'deploy_ramdisk'))).toEqual(ramdisk);
+    expect((await tree(s.dir)).filter((p) => p.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('two caches on one directory (two processes) racing for an image end with one master', async () => {
+    const blob = randomBlob(128 * 1024);
+    server = await imageServer({ '/img': blob }, 20);
+    const image = { url: `${server.url}/img`, checksum: sha256(blob) };
+    const a = new ImageCache({ dir: s.masterPath, durable: false });
+    const b = new ImageCache({ dir: s.masterPath, durable: false });
+    const [pa, pb] = await Promise.all([a.ensure(image), b.ensure(image)]);
+    expect(pa).toBe(pb);
+    expect(await readdir(s.masterPath)).toEqual([`sha256-${sha256(blob).slice(7)}`]);
+    expect(await readFile(pa)).toEqual(blob);
+  });
+
+  it('reads file:// sources and accepts sha512 and md5 checksums', async () => {
+    const cache = new ImageCache({ dir: s.masterPath, durable: false });
+    const src = await s.image('blob', 'hello image');
+    const sha512 = `sha512:${createHash('sha512').update('hello image').digest('hex')}`;
+    const md5 = `md5:${createHash('md5').update('hello image').digest('hex').toUpperCase()}`;
+    expect(await readFile(await cache.ensure({ url: src.url, checksum: sha512 }), 'utf8')).toBe('hello image');
+    expect(await cache.ensure({ url: src.url, checksum: md5 })).toMatch(/md5-[0-9a-f]{32}$/);
+    expect(await cache.verify({ url: src.url, checksum: md5 })).toBe(true);
+  });
+});
+
+describe('image cache: failures leave nothing behind', () => {
+  it('rejects a download whose checksum does not match, naming URL, expected and actual', async () => {
+    server = await imageServer({ '/img': 'tampered bytes' });
+    const env = s.env();
+    const expected = sha256('the real bytes');
+    const images = { deployKernel: { url: `${server.url}/img`, checksum: expected }, deployRamdisk: { url: `${server.url}/img`, checksum: expected } };
+    const err = await env.prepare({ uuid: uuid(1) }, [{ address: MAC_A, pxeEnabled: true }], images).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageChecksumMismatch);
+    expect(err).toMatchObject({ url: `${server.url}/img`, expected, actual: sha256('tampered bytes'), httpStatus: 502 });
+    expect(String((err as Error).message)).toContain(expected);
+    expect(await tree(s.masterPath)).toEqual([]);
+    expect((await tree(s.tftpRoot)).filter((p) => p.includes('pxelinux.cfg/') || p.endsWith('config'))).toEqual([]);
+    expect(server.hits.get('/img')).toBe(1); // both images share the checksum: one attempt
+  });
+
+  it('turns an HTTP error into ImageDownloadFailed and keeps no partial file', async () => {
+    server = await imageServer({});
+    const cache = new ImageCache({ dir: s.masterPath, durable: false });
+    const err = await cache.ensure({ url: `${server.url}/missing`, checksum: sha256('x') }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageDownloadFailed);
+    expect((err as ImageDownloadFailed).reason).toBe('HTTP 404');
+    expect(await tree(s.masterPath)).toEqual([]);
+  });
+
+  it('refuses unsupported schemes and malformed checksums before fetching', async () => {
+    const cache = new ImageCache({ dir: s.masterPath });
+    expect(() => cache.ensure({ url: 'ftp://example.com/k', checksum: sha256('x') })).toThrow(UnsupportedImageSource);
+    expect(() => cache.ensure({ url: 'file:///k', checksum: 'sha256:xyz' })).toThrow(InvalidBootInput);
+    expect(() => cache.ensure({ url: 'file:///k', checksum: 'crc32:00000000' })).toThrow(InvalidBootInput);
+  });
+});
+
+describe('image cache: clean-up', () => {
+  async function master(cache: ImageCache, name: string, bytes: number, ageDays: number): Promise<string> {
+    const src = await s.image(name, randomBlob(bytes));
+    const path = await cache.ensure(src);
+    const when = (Date.now() - ageDays * DAY) / 1000;
+    await utimes(path, when, when);
+    return path;
+  }
+
+  it('removes unlinked masters unused past the TTL, never one a node links to', async () => {
+    const cache = new ImageCache({ dir: s.masterPath, durable: false });
+    const linked = await master(cache, 'linked', 10, 30);
+    const old = await master(cache, 'old', 10, 8);
+    const recent = await master(cache, 'recent', 10, 1);
+    await mkdir(join(s.tftpRoot, 'n'), { recursive: true });
+    await link(linked, join(s.tftpRoot, 'n', 'kernel'));
+
+    const report = await cache.clean();
+    expect(report.removed).toEqual([old.slice(s.masterPath.length + 1)]);
+    expect((await cache.list()).map((e) => e.path).sort()).toEqual([linked, recent].sort());
+  });
+
+  it('over the size limit, removes unlinked masters oldest first until it fits', async () => {
+    const cache = new ImageCache({ dir: s.masterPath, durable: false, maxBytes: 2500 });
+    const linked = await master(cache, 'linked', 1000, 6);
+    const a = await master(cache, 'a', 1000, 5);
+    const b = await master(cache, 'b', 1000, 3);
+    const c = await master(cache, 'c', 1000, 2);
+    await mkdir(join(s.tftpRoot, 'n'), { recursive: true });
+    await link(linked, join(s.tftpRoot, 'n', 'kernel'));
+
+    const report = await cache.clean();
+    const name = (p: string) => p.slice(s.masterPath.length + 1);
+    expect(report.removed).toEqual([name(a), name(b)]);
+    expect(report.remainingBytes).toBe(2000);
+    expect((await cache.list()).map((e) => e.path).sort()).toEqual([linked, c].sort());
+  });
+
+  it('removes temp files of killed downloads once they are stale', async () => {
+    const cache = new ImageCache({ dir: s.masterPath, staleTempMs: DAY });
+    await mkdir(s.masterPath, { recursive: true });
+    const fresh = join(s.masterPath, '.sha256-ab.4242.0123abcd.tmp');
+    const stale = join(s.masterPath, '.sha256-cd.4242.0123abcd.tmp');
+    await writeFile(fresh, 'partial');
+    await writeFile(stale, 'partial');
+    await utimes(stale, (Date.now() - 2 * DAY) / 1000, (Date.now() - 2 * DAY) / 1000);
+    await cache.clean();
+    expect(await readdir(s.masterPath)).toEqual([fresh.slice(s.masterPath.length + 1)]);
+  });
+
+  it('after a node is cleaned up its images count as used just now', async () => {
+    const env = s.env({ imageCache: { now: () => Date.now() } });
+    const images = await s.images();
+    await env.prepare({ uuid: uuid(1) }, [{ address: MAC_A, pxeEnabled: true }], images);
+    const path = env.cache.pathFor(images.deployKernel);
+    const long = (Date.now() - 30 * DAY) / 1000;
+    await utimes(path, long, long);
+    await env.cleanUp({ uuid: uuid(1) });
+    expect((await env.cache.clean()).removed).toEqual([]);
+    expect((await stat(path)).nlink).toBe(1);
+  });
+});
+
+describe('precache', () => {
+  it('fills the cache for a replica without writing any node layout', async () => {
+    const env = s.env();
+    const images = await s.images();
+    const paths = await env.precache({ deployKernel: images.deployKernel, deployRamdisk: images.deployRamdisk });
+    expect(paths).toEqual([env.cache.pathFor(images.deployKernel), env.cache.pathFor(images.deployRamdisk)]);
+    expect(await tree(s.tftpRoot)).toEqual([]);
+    expect(await env.cache.has(images.deployKernel)).toBe(true);
+    expect(await env.cache.has(images.kernel)).toBe(false);
+  });
+});
