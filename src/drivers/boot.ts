@@ -1,0 +1,27 @@
+/**
+ * The boot interface: what the node finds when it network-boots — the deploy ramdisk (for cleaning,
+ * inspection, image deploys) or the instance's own kernel and ramdisk.
+ */
+import type { DriverTask } from './task.js';
+
+export interface BootInterface {
+  /**
+   * Makes the node boot the deploy ramdisk next time it network-boots. `params` become extra kernel
+   * parameters (`key=value`), e.g. the callback URL of an agent. Idempotent.
+   */
+  prepareRamdisk(task: DriverTask, params?: Readonly<Record<string, string>>): Promise<void>;
+  /** Removes what `prepareRamdisk` set up. Idempotent: nothing to remove is not an error. */
+  cleanUpRamdisk(task: DriverTask): Promise<void>;
+  /**
+   * Makes the node boot its instance: for network-booted instances, the instance kernel and ramdisk
+   * from `instance_info`. Idempotent; this is also what a conductor taking a node over runs.
+   */
+  prepareInstance(task: DriverTask): Promise<void>;
+  /** Removes what `prepareInstance` set up. Idempotent. */
+  cleanUpInstance(task: DriverTask): Promise<void>;
+  /**
+   * Checks, without side effects, that the node has what this interface needs (deploy images,
+   * pxe-enabled ports…). Throws `InvalidParameterValue` naming the field.
+   */
+  validate(task: DriverTask): Promise<void>;
+}

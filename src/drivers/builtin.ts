@@ -1,0 +1,66 @@
+/**
+ * The built-in hardware types and implementations, assembled into a registry. This is what the
+ * conductor and the API construct; tests may build a `DriverRegistry` from parts instead.
+ */
+import { BootEnvironmentUnavailable } from './errors.js';
+import type { ImplementationCatalog } from './hardware-type.js';
+import { FakeBoot } from './fake/fake-boot.js';
+import { FakeDeploy } from './fake/fake-deploy.js';
+import { FAKE_HARDWARE } from './fake/fake-hardware.js';
+import { FakeManagement } from './fake/fake-management.js';
+import { FakePower } from './fake/fake-power.js';
+import { FakeHardwareState } from './fake/fake-state.js';
+import { IPMI_HARDWARE } from './ipmi/ipmi-hardware.js';
+import { Ipmitool } from './ipmi/ipmitool.js';
+import type { IpmitoolOptions } from './ipmi/ipmitool.js';
+import { IpmitoolManagement } from './ipmi/ipmitool-management.js';
+import { IpmitoolPower } from './ipmi/ipmitool-power.js';
+import type { PowerPollOptions } from './ipmi/ipmitool-power.js';
+import type { BootEnvironmentPort } from './pxe/boot-environment-port.js';
+import { PxeBoot } from './pxe/pxe-boot.js';
+import { RamdiskDeploy } from './ramdisk/ramdisk-deploy.js';
+import { DriverRegistry } from './registry.js';
+import type { DriverRegistryOptions } from './registry.js';
+
+/** Options of `createDriverRegistry`. */
+export interface BuiltinDriverOptions extends Pick<DriverRegistryOptions, 'enabledInterfaces' | 'defaultInterfaces'> {
+  /**
+   * This conductor's boot environment. A process that only lists and validates (the API) passes
+   * none; its `pxe`/`ipxe` interfaces then throw `BootEnvironmentUnavailable` if ever called.
+   */
+  bootEnvironment?: BootEnvironmentPort;
+  /** Hardware types to enable; default all (`fake-hardware`, `ipmi`). */
+  enabledHardwareTypes?: readonly string[];
+  /** ipmitool runner tuning (binary, timeouts, retries). */
+  ipmitool?: IpmitoolOptions;
+  /** Power-state polling after a change. */
+  powerPoll?: PowerPollOptions;
+  /** The fake machines; pass one to inspect them from a test. Default a fresh one. */
+  fakeState?: FakeHardwareState;
+}
+
+/** The port of a process without boot files: every call fails, naming why. */
+export const NO_BOOT_ENVIRONMENT: BootEnvironmentPort = {
+  prepare: () => Promise.reject(new BootEnvironmentUnavailable()),
+  cleanUp: () => Promise.reject(new BootEnvironmentUnavailable()),
+};
+
+/** The registry of built-in hardware types. */
+export function createDriverRegistry(options: BuiltinDriverOptions = {}): DriverRegistry {
+  const fake = options.fakeState ?? new FakeHardwareState();
+  const ipmitool = new Ipmitool(options.ipmitool);
+  const environment = options.bootEnvironment ?? NO_BOOT_ENVIRONMENT;
+  const boot: ImplementationCatalog['boot'] = { fake: new FakeBoot(fake), pxe: new PxeBoot(environment, 'pxe'), ipxe: new PxeBoot(environment, 'ipxe') };
+  return new DriverRegistry({
+    hardwareTypes: [FAKE_HARDWARE, IPMI_HARDWARE],
+    implementations: {
+      boot,
+      deploy: { fake: new FakeDeploy(), ramdisk: new RamdiskDeploy() },
+      management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },
+      power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },
+    },
+    enabledHardwareTypes: options.enabledHardwareTypes,
+    enabledInterfaces: options.enabledInterfaces,
+    defaultInterfaces: options.defaultInterfaces,
+  });
+}

@@ -1,0 +1,30 @@
+/** The deploy interface: turns an available node into an active instance, and back. */
+import type { DriverTask } from './task.js';
+
+/**
+ * How `deploy` ended: `done` — the instance is in place and the node can go `active`; `wait` — the
+ * deploy goes on asynchronously and something will call back (Ironic's `wait call-back`).
+ */
+export const DEPLOY_OUTCOMES = ['done', 'wait'] as const;
+export type DeployOutcome = (typeof DEPLOY_OUTCOMES)[number];
+
+export interface DeployInterface {
+  /**
+   * Checks, without side effects, that the node can be deployed: its instance images and whatever
+   * the interfaces deploy relies on (usually boot) need. Throws `InvalidParameterValue`.
+   */
+  validate(task: DriverTask): Promise<void>;
+  /** Gets the node ready for `deploy` (also run before take-over). Idempotent. */
+  prepare(task: DriverTask): Promise<void>;
+  /** Deploys the instance. The conductor moves the node on according to the outcome. */
+  deploy(task: DriverTask): Promise<DeployOutcome>;
+  /** Removes the instance: powers the node off and undoes what `deploy` set up. */
+  tearDown(task: DriverTask): Promise<void>;
+  /** Removes what `prepare` set up (boot files), e.g. after a failed deploy. Idempotent. */
+  cleanUp(task: DriverTask): Promise<void>;
+  /**
+   * Rebuilds, on the conductor that now owns the node, the state its deployment relies on (boot
+   * files, DHCP entries) — run when the ring moves a node. Idempotent; writes nothing if current.
+   */
+  takeOver(task: DriverTask): Promise<void>;
+}

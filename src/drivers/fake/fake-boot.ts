@@ -1,0 +1,28 @@
+/** Fake boot: records which boot files would be prepared, writes nothing. */
+import type { BootInterface } from '../boot.js';
+import type { DriverTask } from '../task.js';
+import type { FakeHardwareState } from './fake-state.js';
+
+export class FakeBoot implements BootInterface {
+  constructor(private readonly state: FakeHardwareState) {}
+
+  async prepareRamdisk(task: DriverTask): Promise<void> {
+    this.state.machine(task.node).prepared = 'ramdisk';
+  }
+
+  async cleanUpRamdisk(task: DriverTask): Promise<void> {
+    const machine = this.state.machine(task.node);
+    if (machine.prepared === 'ramdisk') machine.prepared = null;
+  }
+
+  async prepareInstance(task: DriverTask): Promise<void> {
+    this.state.machine(task.node).prepared = 'instance';
+  }
+
+  async cleanUpInstance(task: DriverTask): Promise<void> {
+    const machine = this.state.machine(task.node);
+    if (machine.prepared === 'instance') machine.prepared = null;
+  }
+
+  async validate(): Promise<void> {}
+}

@@ -1,0 +1,49 @@
+/**
+ * The fake hardware's "machines": per node, a power state, a boot device and what boot files would
+ * be prepared. Shared by the fake interfaces of one registry so that a fake deploy's power-on is what
+ * the fake power interface reports afterwards. In memory: a conductor restart forgets it, and the
+ * fake power interface then starts again from the node's recorded `power_state`.
+ */
+import type { BootDevice } from '../management.js';
+import type { PowerState } from '../power.js';
+import type { DriverNode } from '../task.js';
+
+/** What the fake boot interface has prepared for a node. */
+export const FAKE_BOOT_LABELS = ['ramdisk', 'instance'] as const;
+export type FakeBootLabel = (typeof FAKE_BOOT_LABELS)[number];
+
+/** One simulated machine. */
+export interface FakeMachine {
+  power: PowerState;
+  bootDevice: BootDevice | null;
+  persistent: boolean | null;
+  /** Prepared boot files, or null when none. */
+  prepared: FakeBootLabel | null;
+  /** How many times the machine was powered on (reboots included), for tests and demos. */
+  powerOns: number;
+}
+
+export class FakeHardwareState {
+  private readonly machines = new Map<string, FakeMachine>();
+
+  /** The node's machine, created on first use from its recorded power state (off when unknown). */
+  machine(node: Pick<DriverNode, 'uuid' | 'power_state'>): FakeMachine {
+    let machine = this.machines.get(node.uuid);
+    if (machine === undefined) {
+      machine = { power: node.power_state === 'power on' ? 'power on' : 'power off', bootDevice: null, persistent: null, prepared: null, powerOns: 0 };
+      this.machines.set(node.uuid, machine);
+    }
+    return machine;
+  }
+
+  /** A copy of the node's machine, or undefined if no fake interface has touched it. */
+  peek(uuid: string): FakeMachine | undefined {
+    const machine = this.machines.get(uuid);
+    return machine === undefined ? undefined : { ...machine };
+  }
+
+  /** Forgets a node (e.g. when it is deleted). */
+  forget(uuid: string): void {
+    this.machines.delete(uuid);
+  }
+}

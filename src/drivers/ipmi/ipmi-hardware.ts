@@ -1,0 +1,18 @@
+/** The `ipmi` hardware type: IPMI power and boot device, network boot, ramdisk deploy. */
+import type { HardwareType } from '../hardware-type.js';
+
+export const IPMI_HARDWARE: HardwareType = {
+  name: 'ipmi',
+  description: 'IPMI BMC through ipmitool (lanplus): power and boot device; PXE or iPXE boot; ramdisk deploy',
+  supported: {
+    boot: ['ipxe', 'pxe'],
+    console: ['no-console'],
+    deploy: ['ramdisk'],
+    inspect: ['no-inspect'],
+    management: ['ipmitool'],
+    network: ['noop'],
+    power: ['ipmitool'],
+    rescue: ['no-rescue'],
+    vendor: ['no-vendor'],
+  },
+};

@@ -1,0 +1,48 @@
+/**
+ * The `ramdisk` deploy interface: nothing is written to the node's disks; the node network-boots the
+ * instance kernel and ramdisk from `instance_info` on every boot. So deploying is "point the boot
+ * files at the instance, make the BMC boot from the network for good, power on", and the owning
+ * conductor's boot files matter for the node's whole life: `takeOver` rebuilds them on a new owner.
+ */
+import type { DeployInterface, DeployOutcome } from '../deploy.js';
+import { instanceImages } from '../pxe/pxe-boot.js';
+import type { DriverTask } from '../task.js';
+
+/** Provision states in which a node runs the deploy ramdisk rather than its instance. */
+export const RAMDISK_STATES = ['cleaning', 'clean wait', 'inspecting', 'inspect wait', 'rescuing', 'rescue wait', 'rescue'] as const;
+
+export class RamdiskDeploy implements DeployInterface {
+  async validate(task: DriverTask): Promise<void> {
+    await task.driver.boot.validate(task);
+    instanceImages(task, 'the ramdisk deploy interface');
+  }
+
+  async prepare(task: DriverTask): Promise<void> {
+    // Nothing to stage: the instance boots straight from the network. Fail early on missing images.
+    instanceImages(task, 'the ramdisk deploy interface');
+  }
+
+  async deploy(task: DriverTask): Promise<DeployOutcome> {
+    const { boot, management, power } = task.driver;
+    await boot.prepareInstance(task);
+    await management.setBootDevice(task, 'pxe', true);
+    if ((await power.getPowerState(task)) === 'power on') await power.reboot(task);
+    else await power.setPowerState(task, 'power on');
+    return 'done';
+  }
+
+  async tearDown(task: DriverTask): Promise<void> {
+    await task.driver.power.setPowerState(task, 'power off');
+    await task.driver.boot.cleanUpInstance(task);
+  }
+
+  async cleanUp(task: DriverTask): Promise<void> {
+    await task.driver.boot.cleanUpInstance(task);
+  }
+
+  async takeOver(task: DriverTask): Promise<void> {
+    const state = task.node.provision_state;
+    if (state !== undefined && (RAMDISK_STATES as readonly string[]).includes(state)) await task.driver.boot.prepareRamdisk(task);
+    else await task.driver.boot.prepareInstance(task);
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * What a driver method is given: the node as plain data, its ports, its composed driver and a logger.
+ * The conductor adapts its lock-holding task (`cluster/task.ts`) to this shape; drivers never see the
+ * database or the lock, and return results for the conductor to write (power state, provision state).
+ */
+import type { NodeDriver } from './hardware-type.js';
+
+/** The node fields drivers read. JSON columns are plain objects; drivers never mutate them. */
+export interface DriverNode {
+  uuid: string;
+  name?: string | null;
+  /** Hardware type, e.g. `ipmi`. */
+  driver: string;
+  /** BMC address, credentials, deploy images: whatever the node's interfaces need. */
+  driver_info: Readonly<Record<string, unknown>>;
+  /** Instance images and settings, e.g. `kernel`, `ramdisk` for the ramdisk deploy. */
+  instance_info: Readonly<Record<string, unknown>>;
+  /** Hardware properties; `capabilities` may carry `boot_mode:uefi`. */
+  properties: Readonly<Record<string, unknown>>;
+  /** Ironic provision state, e.g. `active`; lets take-over choose what to rebuild. */
+  provision_state?: string;
+  /** Last recorded power state; the fake power interface starts from it. */
+  power_state?: string | null;
+}
+
+/** A NIC of the node. Only pxe-enabled ports get boot files and DHCP entries. */
+export interface DriverPort {
+  /** MAC address, `aa:bb:cc:dd:ee:ff`. */
+  address: string;
+  pxeEnabled: boolean;
+}
+
+/** The subset of a pino logger drivers use (a pino logger fits). */
+export interface DriverLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+/** One driver call's view of a node (Ironic's `task`: `task.node`, `task.ports`, `task.driver`). */
+export interface DriverTask {
+  readonly node: DriverNode;
+  readonly ports: readonly DriverPort[];
+  /** The node's composed interfaces, so one interface can call another (deploy → boot, power). */
+  readonly driver: NodeDriver;
+  readonly logger: DriverLogger;
+  /** Aborted when the conductor gives up on the task (stop, lock lost); long waits end early. */
+  readonly signal?: AbortSignal;
+}
