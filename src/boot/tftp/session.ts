@@ -1,0 +1,226 @@
+/**
+ * One read transfer on its own connected UDP socket (the server's TID for this peer, RFC 1350 §4).
+ *
+ * The sender keeps the blocks of the current window in reusable packet buffers, so a
+ * retransmission is a resend with no file access. Only a timeout retransmits; a duplicate ACK is
+ * ignored, which is the cure for the sorcerer's apprentice syndrome (RFC 1123 §4.2.3.1). With
+ * windowsize (RFC 7440) an ACK of block k starts the next window at k+1, which both slides a fully
+ * acknowledged window and resends the tail of a partly received one.
+ */
+import type { Socket } from 'node:dgram';
+import type { TransferParameters } from './options.js';
+import { DATA_HEADER, ERROR_CODES, OPCODES, encodeError, encodeOack, parsePacket, writeDataHeader } from './packets.js';
+import type { TftpErrorCode } from './packets.js';
+import type { ByteSource } from './source.js';
+
+/** How a transfer ended. */
+export type SessionOutcome = { ok: true; bytes: number; blocks: number } | { ok: false; reason: string };
+
+/** What a session needs; the socket is bound and connected to the peer. */
+export interface SessionOptions {
+  socket: Socket;
+  source: ByteSource;
+  params: TransferParameters;
+  /** Retransmissions of the same packet before giving up. */
+  retries: number;
+  onEnd(outcome: SessionOutcome): void;
+}
+
+export class TftpSession {
+  private readonly socket: Socket;
+  private readonly source: ByteSource;
+  private readonly blksize: number;
+  private readonly windowsize: number;
+  private readonly retries: number;
+  private readonly onEnd: (outcome: SessionOutcome) => void;
+  private readonly slots: Buffer[];
+  private readonly slotLen: number[];
+  private readonly oack: Buffer | null;
+  private readonly timer: NodeJS.Timeout;
+
+  /** Waiting for ACK 0 of the OACK rather than for data ACKs. */
+  private awaitingOack: boolean;
+  /** Highest block acknowledged in sequence (internal numbers are not wrapped to 16 bits). */
+  private acked = 0;
+  /** Highest block whose packet is ready in its slot. */
+  private filled = 0;
+  /** Payload bytes already copied into the block being filled (across asynchronous reads). */
+  private partial = 0;
+  /** Highest block sent so far. */
+  private sent = 0;
+  /** Next block to send. */
+  private next = 1;
+  /** The final block (payload shorter than blksize), once the source has ended. */
+  private last = -1;
+  private bytes = 0;
+  private retriesLeft: number;
+  private waitingForSource = false;
+  private ended = false;
+
+  constructor(options: SessionOptions) {
+    this.socket = options.socket;
+    this.source = options.source;
+    this.blksize = options.params.blksize;
+    this.windowsize = options.params.windowsize;
+    this.retries = options.retries;
+    this.retriesLeft = options.retries;
+    this.onEnd = options.onEnd;
+    this.slots = Array.from({ length: this.windowsize }, () => Buffer.allocUnsafe(DATA_HEADER + this.blksize));
+    this.slotLen = new Array<number>(this.windowsize).fill(0);
+    this.oack = options.params.oack.size > 0 ? encodeOack(options.params.oack) : null;
+    this.awaitingOack = this.oack !== null;
+    this.socket.on('message', (msg: Buffer) => this.onMessage(msg));
+    this.socket.on('error', (err: Error) => this.fail(`socket error: ${err.message}`));
+    this.timer = setTimeout(() => this.onTimeout(), options.params.timeoutMs);
+  }
+
+  /** Sends the OACK, or the first window when no option was acknowledged. */
+  start(): void {
+    if (this.oack) this.socket.send(this.oack);
+    else this.drain();
+  }
+
+  /** Ends the transfer from our side (server closing), telling the peer why. */
+  abort(code: TftpErrorCode, message: string): void {
+    if (this.ended) return;
+    this.sendError(code, message);
+    this.fail(message);
+  }
+
+  private onMessage(msg: Buffer): void {
+    if (this.ended) return;
+    // Fast path for the one packet a healthy transfer receives.
+    if (msg.length >= 4 && msg[0] === 0 && msg[1] === OPCODES.ACK) {
+      this.onAck((msg[2]! << 8) | msg[3]!);
+      return;
+    }
+    const packet = parsePacket(msg);
+    if (packet.kind === 'ERROR') this.fail(`peer sent error ${packet.code}: ${packet.message}`);
+    // Anything else on a transfer socket (a repeated request, DATA, garbage) is dropped: the
+    // transfer goes on and the peer's retransmissions or ours sort out the rest.
+  }
+
+  private onAck(block16: number): void {
+    if (this.awaitingOack) {
+      if (block16 !== 0) return;
+      this.awaitingOack = false;
+      this.progress();
+      this.drain();
+      return;
+    }
+    // The one internal block number at or above `acked` that has these low 16 bits; a stale ACK
+    // maps far beyond `sent` and is ignored with the bogus ones.
+    const k = this.acked + ((block16 - this.acked) & 0xffff);
+    if (k === this.acked || k > this.sent) return;
+    this.acked = k;
+    if (k === this.last) {
+      this.finish();
+      return;
+    }
+    this.next = k + 1;
+    this.drain();
+    this.progress();
+  }
+
+  /** Sends blocks from `next` up to the end of the window, filling slots from the source. */
+  private drain(): void {
+    const windowEnd = this.acked + this.windowsize;
+    while (this.next <= windowEnd && (this.last < 0 || this.next <= this.last)) {
+      const block = this.next;
+      if (block > this.filled && !this.fill(block)) {
+        this.waitForSource();
+        return;
+      }
+      const slot = block % this.windowsize;
+      this.socket.send(this.slots[slot]!, 0, this.slotLen[slot]!);
+      if (block > this.sent) this.sent = block;
+      this.next = block + 1;
+    }
+  }
+
+  /** Completes block `filled + 1` from buffered bytes; false when the source must be awaited. */
+  private fill(block: number): boolean {
+    const slot = block % this.windowsize;
+    const packet = this.slots[slot]!;
+    if (this.partial === 0) writeDataHeader(packet, block & 0xffff);
+    this.partial += this.source.take(packet, DATA_HEADER + this.partial, this.blksize - this.partial);
+    if (this.partial < this.blksize && !this.source.done) return false;
+    if (this.partial < this.blksize) this.last = block;
+    this.slotLen[slot] = DATA_HEADER + this.partial;
+    this.bytes += this.partial;
+    this.partial = 0;
+    this.filled = block;
+    return true;
+  }
+
+  private waitForSource(): void {
+    if (this.waitingForSource) return;
+    this.waitingForSource = true;
+    this.source.ready().then(
+      () => {
+        this.waitingForSource = false;
+        if (!this.ended) this.drain();
+      },
+      (err: unknown) => {
+        this.sendError(ERROR_CODES.NOT_DEFINED, 'read error');
+        this.fail(`read error: ${(err as Error).message}`);
+      },
+    );
+  }
+
+  /** Progress resets the retry budget and restarts the retransmission timer. */
+  private progress(): void {
+    this.retriesLeft = this.retries;
+    this.timer.refresh();
+  }
+
+  private onTimeout(): void {
+    if (this.ended) return;
+    if (this.retriesLeft <= 0) {
+      this.sendError(ERROR_CODES.NOT_DEFINED, 'transfer timed out');
+      this.fail('timed out waiting for an acknowledgement');
+      return;
+    }
+    this.retriesLeft -= 1;
+    this.timer.refresh();
+    if (this.awaitingOack && this.oack) {
+      this.socket.send(this.oack);
+      return;
+    }
+    // Resend everything outstanding (the whole window, RFC 7440 §4), then carry on.
+    this.next = this.acked + 1;
+    this.drain();
+  }
+
+  private sendError(code: TftpErrorCode, message: string): void {
+    try {
+      this.socket.send(encodeError(code, message));
+    } catch {
+      // The socket may already be closed; the peer will time out on its own.
+    }
+  }
+
+  private finish(): void {
+    this.end({ ok: true, bytes: this.bytes, blocks: this.last });
+  }
+
+  private fail(reason: string): void {
+    this.end({ ok: false, reason });
+  }
+
+  private end(outcome: SessionOutcome): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.timer);
+    // Close after pending sends are flushed: a callback-less send may still be queued.
+    setImmediate(() => {
+      try {
+        this.socket.close();
+      } catch {
+        // Already closed.
+      }
+    });
+    void this.source.close();
+    this.onEnd(outcome);
+  }
+}
