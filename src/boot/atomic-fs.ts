@@ -6,7 +6,7 @@
  * then writes nothing: a reconcile pass over unchanged nodes touches no file.
  */
 import { randomBytes } from 'node:crypto';
-import { copyFile, link, lstat, open, readFile, readlink, rename, rm, stat, symlink, unlink, utimes } from 'node:fs/promises';
+import { copyFile, link, lstat, mkdir, open, readlink, rename, rm, stat, symlink, unlink, utimes } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
@@ -44,28 +44,82 @@ export function isMissing(err: unknown): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR';
 }
 
-/** Reads a text file, or null when it does not exist. */
+/** Reads a text file, or null when it does not exist (or is a directory). Small files in three system calls. */
 export async function readTextOrNull(path: string): Promise<string | null> {
+  let handle;
   try {
-    return await readFile(path, 'utf8');
+    handle = await open(path, 'r');
   } catch (err) {
-    if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'EISDIR') return null;
+    if (isMissing(err)) return null;
     throw err;
+  }
+  try {
+    const buffer = Buffer.allocUnsafe(16 * 1024);
+    // Position null: read from (and advance) the file position, so readFile below continues from there.
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+    if (bytesRead < buffer.length) return buffer.toString('utf8', 0, bytesRead);
+    return Buffer.concat([buffer, await handle.readFile()]).toString('utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EISDIR') return null;
+    throw err;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * True when the file at `path` holds exactly `expected`. Three system calls (open, one read, close)
+ * rather than `readFile`'s four: this runs for every file of every node on every reconcile pass.
+ */
+export async function fileHolds(path: string, expected: string | Buffer): Promise<boolean> {
+  const want = typeof expected === 'string' ? Buffer.from(expected) : expected;
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch (err) {
+    if (isMissing(err)) return false;
+    throw err;
+  }
+  try {
+    // One byte more than expected: a longer file must not compare equal.
+    const buffer = Buffer.allocUnsafe(want.length + 1);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    return bytesRead === want.length && buffer.subarray(0, bytesRead).equals(want);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EISDIR') return false;
+    throw err;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Runs `fn`; if it fails because `path`'s directory is missing, creates it and runs `fn` once more. */
+async function inDir<T>(path: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // Directories are created only on this path, so a pass over current nodes issues no mkdir.
+    await mkdir(dirname(path), { recursive: true });
+    return fn();
   }
 }
 
 /** Writes `content` to `path` atomically unless it already holds exactly that. True when written. */
 export async function writeFileIfChanged(path: string, content: string, options: WriteOptions = {}): Promise<boolean> {
-  if ((await readTextOrNull(path)) === content) return false;
+  if (await fileHolds(path, content)) return false;
   await writeFileAtomic(path, content, options);
   return true;
 }
 
-/** Writes `content` to a temp file, fsyncs it, renames it over `path`; the temp never outlives a failure. */
+/**
+ * Writes `content` to a temp file, fsyncs it, renames it over `path` (creating the directory if
+ * needed); the temp never outlives a failure.
+ */
 export async function writeFileAtomic(path: string, content: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
   const tmp = tempPathFor(path);
   try {
-    const handle = await open(tmp, 'wx', options.mode ?? 0o644);
+    const handle = await inDir(path, () => open(tmp, 'wx', options.mode ?? 0o644));
     try {
       await handle.writeFile(content);
       if (options.durable ?? true) await handle.sync();
@@ -89,7 +143,7 @@ export async function symlinkIfChanged(path: string, target: string): Promise<bo
   }
   const tmp = tempPathFor(path);
   try {
-    await symlink(target, tmp);
+    await inDir(path, () => symlink(target, tmp));
     await rename(tmp, path);
   } catch (err) {
     await rm(tmp, { force: true });
@@ -144,13 +198,13 @@ export async function linkOrCopyIfChanged(source: string, path: string, options:
   const tmp = tempPathFor(path);
   try {
     try {
-      await link(source, tmp);
+      await inDir(path, () => link(source, tmp));
       await rename(tmp, path);
       return 'link';
     } catch (err) {
       if (!LINK_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
     }
-    await copyFile(source, tmp);
+    await inDir(path, () => copyFile(source, tmp));
     await utimes(tmp, sourceStat.atime, sourceStat.mtime);
     if (options.durable ?? true) {
       const handle = await open(tmp, 'r');

@@ -7,9 +7,20 @@
  * Order of writes in `prepare`: images, config, manifest, per-MAC links, DHCP — a link or a DHCP
  * entry never points at files that are not there yet. `cleanUp` goes the other way round.
  */
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { isMissing, linkOrCopyIfChanged, readTextOrNull, removeIfPresent, removeLinkIfTarget, statOrNull, symlinkIfChanged, writeFileIfChanged } from './atomic-fs.js';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  isMissing,
+  linkOrCopyIfChanged,
+  readTextOrNull,
+  removeIfPresent,
+  removeLinkIfTarget,
+  sameFile,
+  statOrNull,
+  symlinkIfChanged,
+  writeFileAtomic,
+  writeFileIfChanged,
+} from './atomic-fs.js';
 import type { WriteOptions } from './atomic-fs.js';
 import { dhcpOptsPath, removeDhcpEntries, retireDhcpHosts, writeDhcpEntries } from './dhcp.js';
 import type { DhcpBootFiles, DhcpOptions } from './dhcp.js';
@@ -22,6 +33,8 @@ import { allMacLinks, BOOT_IPXE_NAME, MANIFEST_NAME } from './layout.js';
 import type { BootRoots } from './layout.js';
 import { buildNodeSpec, parseManifest } from './node-spec.js';
 import type { NodeSpec, SpecSettings } from './node-spec.js';
+import { sweep, sweepDirs } from './sweep.js';
+import type { SweepReport } from './sweep.js';
 import { NODE_FILES, renderBootIpxe } from './templates/index.js';
 import type { BootImages, BootInterface, BootLogger, BootNode, BootPort, ImageSource } from './types.js';
 import { IMAGE_ROLES } from './types.js';
@@ -184,6 +197,15 @@ export class BootEnvironment {
     return paths;
   }
 
+  /**
+   * Removes what killed processes left outside node directories: temp files older than
+   * `minTempAgeMs` (default 1 hour) and per-MAC links whose node directory is gone.
+   */
+  sweep(options: { minTempAgeMs?: number } = {}): Promise<SweepReport> {
+    const dhcpDirs = this.dhcp === undefined ? [] : [this.dhcp.hostsDir, this.dhcp.optsDir];
+    return sweep({ ...sweepDirs(this.roots.tftpRoot, this.roots.httpRoot, dhcpDirs), ...options });
+  }
+
   /** Uuids of the nodes that have a directory under either root (prepared, or half cleaned up). */
   async listPrepared(): Promise<string[]> {
     const found = new Set<string>();
@@ -204,9 +226,17 @@ export class BootEnvironment {
   private async apply(spec: NodeSpec): Promise<BootChanges> {
     const changes: BootChanges = { uuid: spec.uuid, written: [], removed: [] };
     const { layout } = spec;
-    const recorded = await this.recordedMacs(spec.uuid);
+    const others = this.nodeDirs(spec.uuid).filter((d) => d !== layout.dir);
+    const own = await readTextOrNull(layout.manifest);
+    // Another root holds this node only after a change of boot interface: one stat each in the usual case.
+    const otherManifests = await Promise.all(
+      others.map(async (d) => ((await statOrNull(d)) === null ? null : ((await readTextOrNull(join(d, MANIFEST_NAME))) ?? ''))),
+    );
+    const recorded = [...new Set([own, ...otherManifests].flatMap(parseManifest))];
+    // The manifest records format and MACs; while it is unchanged (and no other layout recorded
+    // any), no link of another format or MAC can point here, and the look-up of each is skipped.
+    const settled = own === spec.manifest && otherManifests.every((t) => t === null);
 
-    await mkdir(layout.dir, { recursive: true });
     await Promise.all(
       IMAGE_ROLES.map(async (role) => {
         const image = spec.images[role];
@@ -219,16 +249,19 @@ export class BootEnvironment {
     );
     if (await writeFileIfChanged(layout.config, spec.config, this.write)) changes.written.push(layout.config);
 
-    // Links of MACs no longer pxe-enabled, and of other formats (boot mode or interface changed).
-    const wanted = new Set(spec.links.map((l) => l.path));
-    await this.removeLinks(spec.uuid, [...new Set([...recorded, ...spec.macs])], wanted, changes);
-    const gone = recorded.filter((m) => !spec.macs.includes(m));
-    if (this.dhcp !== undefined && gone.length > 0) changes.written.push(...(await retireDhcpHosts(spec.uuid, gone, this.dhcp, this.write)));
-    for (const dir of this.nodeDirs(spec.uuid)) if (dir !== layout.dir) await this.removeDir(dir, changes);
+    if (!settled) {
+      // Links of MACs no longer pxe-enabled, and of other formats (boot mode or interface changed).
+      const wanted = new Set(spec.links.map((l) => l.path));
+      await this.removeLinks(spec.uuid, [...new Set([...recorded, ...spec.macs])], wanted, changes);
+      const gone = recorded.filter((m) => !spec.macs.includes(m));
+      if (this.dhcp !== undefined && gone.length > 0) changes.written.push(...(await retireDhcpHosts(spec.uuid, gone, this.dhcp, this.write)));
+    }
+    for (const [i, dir] of others.entries()) if (otherManifests[i] !== null) await this.removeDir(dir, changes);
 
-    if (await writeFileIfChanged(layout.manifest, spec.manifest, this.write)) changes.written.push(layout.manifest);
-    const linkDirs = new Set(spec.links.map((l) => dirname(l.path)));
-    for (const dir of linkDirs) await mkdir(dir, { recursive: true });
+    if (own !== spec.manifest) {
+      await writeFileAtomic(layout.manifest, spec.manifest, this.write);
+      changes.written.push(layout.manifest);
+    }
     for (const link of spec.links) {
       if (await symlinkIfChanged(link.path, link.target)) changes.written.push(link.path);
     }
@@ -246,13 +279,16 @@ export class BootEnvironment {
 
   /** Hard-links (or copies) the master of `image` to `dest`; true when `dest` changed. */
   private async linkImage(image: ImageSource, dest: string, field: string): Promise<boolean> {
+    // Fast path, two stats: the node file is already the cached master.
+    const [master, current] = await Promise.all([statOrNull(this.cache.pathFor(image, field)), statOrNull(dest)]);
+    if (master !== null && sameFile(current, master)) return false;
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await this.cache.use(
           image,
-          async (master) => {
-            const how = await linkOrCopyIfChanged(master, dest, this.write);
-            if (how !== null) await this.cache.touch(master);
+          async (path) => {
+            const how = await linkOrCopyIfChanged(path, dest, this.write);
+            if (how !== null) await this.cache.touch(path);
             return how !== null;
           },
           field,

@@ -13,9 +13,8 @@
  * the node now. `cleanUp: 'remove'` deletes the file instead.
  */
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { readTextOrNull, removeIfPresent, writeFileIfChanged } from './atomic-fs.js';
 import type { WriteOptions } from './atomic-fs.js';
 import { InvalidBootInput } from './errors.js';
@@ -122,8 +121,6 @@ export function renderDhcpEntries(
 /** Writes rendered entries (options first, so a host line never activates a tag without options). Returns the paths written. */
 export async function writeDhcpEntries(entries: DhcpEntries, write: WriteOptions = {}): Promise<string[]> {
   const written: string[] = [];
-  const dirs = new Set([entries.opts.path, ...entries.hosts.map((h) => h.path)].map((p) => dirname(p)));
-  for (const dir of dirs) await mkdir(dir, { recursive: true });
   if (await writeFileIfChanged(entries.opts.path, entries.opts.content, write)) written.push(entries.opts.path);
   for (const host of entries.hosts) {
     if (await writeFileIfChanged(host.path, host.content, write)) written.push(host.path);

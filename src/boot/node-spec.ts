@@ -87,7 +87,7 @@ export function buildNodeSpec(node: BootNode, ports: readonly BootPort[], images
     macs,
     layout,
     config,
-    manifest: macs.map((m) => `${m}\n`).join(''),
+    manifest: `format ${format}\n${macs.map((m) => `${m}\n`).join('')}`,
     links: macs.flatMap((mac) => macLinks(format, settings.roots, uuid, mac)),
     images: chosen,
     dhcp: settings.dhcp === undefined ? null : renderDhcpEntries({ uuid, bootMode: mode, bootInterface: iface }, macs, settings.dhcp),

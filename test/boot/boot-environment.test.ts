@@ -229,3 +229,20 @@ describe('input validation', () => {
     await expect(env.prepare({ uuid: UUID_A, bootInterface: 'ipxe' }, ports, images)).rejects.toThrow(InvalidBootInput);
   });
 });
+
+describe('sweep', () => {
+  it('removes stale temp files and per-MAC links whose node directory is gone, and nothing current', async () => {
+    const env = s.env({ dhcpHostsDir: s.hostsDir, dhcpOptsDir: s.optsDir });
+    await env.prepare({ uuid: UUID_A }, ports.slice(0, 1), images);
+    await env.prepare({ uuid: UUID_B }, [{ address: MAC_B, pxeEnabled: true }], images);
+    await rm(join(s.tftpRoot, UUID_B), { recursive: true }); // an operator's rm -rf
+    const leftover = join(s.tftpRoot, 'pxelinux.cfg', '.01-52-54-00-00-00-01.4242.0123abcd.tmp');
+    await writeFile(leftover, '');
+    const before = await snapshot(join(s.tftpRoot, UUID_A));
+
+    expect(await env.sweep({ minTempAgeMs: 0 })).toEqual({ temps: [leftover], danglingLinks: [join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-ab-cd-ef')] });
+    expect(await tree(join(s.tftpRoot, 'pxelinux.cfg'))).toEqual(['01-52-54-00-12-34-56']);
+    expect(await snapshot(join(s.tftpRoot, UUID_A))).toEqual(before);
+    expect(await env.sweep()).toEqual({ temps: [], danglingLinks: [] });
+  });
+});

@@ -1,0 +1,77 @@
+/**
+ * The safety net for what a killed process can leave outside a node directory: temp files of
+ * interrupted atomic writes, and per-MAC links whose node directory is gone (a clean-up interrupted
+ * between removing links and the directory cannot leave these, but an operator's `rm -rf` can).
+ * Meant for a periodic pass; touches nothing that is current.
+ */
+import { readdir, readlink, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { isMissing, isTempName, statOrNull } from './atomic-fs.js';
+import { PXELINUX_CFG } from './layout.js';
+
+/** What to sweep. */
+export interface SweepOptions {
+  /** Directories holding per-MAC links: the roots and their `pxelinux.cfg`. */
+  linkDirs: string[];
+  /** Other directories written atomically (DHCP dirs, the roots themselves). */
+  tempDirs: string[];
+  /** Temp files younger than this may belong to a write in progress. Default 1 hour. */
+  minTempAgeMs?: number;
+  now?: () => number;
+}
+
+/** What a sweep removed. */
+export interface SweepReport {
+  temps: string[];
+  danglingLinks: string[];
+}
+
+async function names(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    if (isMissing(err)) return [];
+    throw err;
+  }
+}
+
+/** The directories of a boot environment that `sweep` should look at. */
+export function sweepDirs(tftpRoot: string, httpRoot: string | undefined, dhcpDirs: string[]): Pick<SweepOptions, 'linkDirs' | 'tempDirs'> {
+  const roots = [tftpRoot, ...(httpRoot === undefined ? [] : [httpRoot])];
+  const linkDirs = roots.flatMap((r) => [r, join(r, PXELINUX_CFG)]);
+  return { linkDirs, tempDirs: [...linkDirs, ...dhcpDirs] };
+}
+
+/** Removes stale temp files and dangling per-MAC links (symlinks to a missing `<uuid>/config`). */
+export async function sweep(options: SweepOptions): Promise<SweepReport> {
+  const now = (options.now ?? Date.now)();
+  const minAge = options.minTempAgeMs ?? 60 * 60_000;
+  const report: SweepReport = { temps: [], danglingLinks: [] };
+  for (const dir of new Set(options.tempDirs)) {
+    for (const name of await names(dir)) {
+      if (!isTempName(name)) continue;
+      const st = await statOrNull(join(dir, name), false);
+      if (st !== null && now - st.mtimeMs >= minAge) {
+        await rm(join(dir, name), { force: true });
+        report.temps.push(join(dir, name));
+      }
+    }
+  }
+  for (const dir of new Set(options.linkDirs)) {
+    for (const name of await names(dir)) {
+      const path = join(dir, name);
+      let target: string;
+      try {
+        target = await readlink(path);
+      } catch {
+        continue; // not a symlink
+      }
+      // Only our links (`…/<uuid>/config`), and only when what they point to is gone.
+      if (!/(^|\/)[0-9a-f-]{36}\/config$/.test(target)) continue;
+      if ((await statOrNull(resolve(dirname(path), target))) !== null) continue;
+      await rm(path, { force: true });
+      report.danglingLinks.push(path);
+    }
+  }
+  return report;
+}
