@@ -1,0 +1,97 @@
+/**
+ * A real IPMI BMC for tests: `fixtures/bmc-sim.py` on Debian's python3-pyghmi, spoken to by the real
+ * `ipmitool`. Needs the Debian packages `ipmitool` and `python3-pyghmi` and the system python
+ * (`/usr/bin/python3`; a pyenv python on PATH lacks Debian's modules).
+ *
+ * Like the PostgreSQL tests: when either is missing the tests fail under CI (`CI=true`) and are
+ * skipped elsewhere with the reason printed.
+ */
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const SYSTEM_PYTHON = '/usr/bin/python3';
+const SCRIPT = fileURLToPath(new URL('./fixtures/bmc-sim.py', import.meta.url));
+
+function run(file: string, args: string[]): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile(file, args, { timeout: 10_000 }, (error, _stdout, stderr) => resolve(error === null ? null : `${file} ${args.join(' ')}: ${stderr.trim() || error.message}`));
+  });
+}
+
+let problem: Promise<string | null> | undefined;
+
+/** Null when ipmitool and pyghmi are there; otherwise what is missing. */
+export function bmcSimulatorProblem(): Promise<string | null> {
+  problem ??= (async () =>
+    (await run('ipmitool', ['-V'])) ??
+    (await run(SYSTEM_PYTHON, ['-c', 'import pyghmi.ipmi.bmc'])))();
+  return problem;
+}
+
+/** Whether the real-BMC tests run here; throws under CI when they cannot. */
+export async function bmcSimulatorAvailable(): Promise<boolean> {
+  const why = await bmcSimulatorProblem();
+  if (why === null) return true;
+  const hint = 'install the Debian packages ipmitool and python3-pyghmi';
+  if (process.env.CI === 'true') throw new Error(`the BMC simulator is required under CI but unavailable (${hint}): ${why}`);
+  console.warn(`skipping real-BMC tests (${hint}): ${why}`);
+  return false;
+}
+
+/** A running simulator. */
+export interface BmcSimulator {
+  port: number;
+  user: string;
+  password: string;
+  /** What reached the BMC, one line per change: `POWER on`, `BOOTDEV network persistent`… */
+  readonly events: string[];
+  /** Stops the process and waits for it to exit. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Starts a simulator on 127.0.0.1 on a free UDP port and waits until it listens. */
+export async function startBmcSimulator(user = 'admin', password = 'password'): Promise<BmcSimulator> {
+  const child: ChildProcess = spawn(SYSTEM_PYTHON, ['-u', SCRIPT, '--port', '0', '--user', user, '--password', password], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const events: string[] = [];
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffer = '';
+    const timer = setTimeout(() => reject(new Error(`BMC simulator did not start within 15 s: ${stderr}`)), 15_000);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`BMC simulator exited with ${code}: ${stderr}`));
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const line of lines) {
+        const listening = /^LISTENING (\d+)$/.exec(line);
+        if (listening) {
+          clearTimeout(timer);
+          resolve(Number(listening[1]));
+        } else if (line !== '') events.push(line);
+      }
+    });
+  });
+  let stopped = false;
+  return {
+    port,
+    user,
+    password,
+    events,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
