@@ -22,7 +22,7 @@ import {
   writeFileIfChanged,
 } from './atomic-fs.js';
 import type { WriteOptions } from './atomic-fs.js';
-import { dhcpOptsPath, removeDhcpEntries, retireDhcpHosts, writeDhcpEntries } from './dhcp.js';
+import { dhcpOptsPath, removeDhcpEntries, renderDhcpEntries, retireDhcpHosts, writeDhcpEntries } from './dhcp.js';
 import type { DhcpBootFiles, DhcpOptions } from './dhcp.js';
 import { InvalidBootInput } from './errors.js';
 import { ImageCache } from './image-cache.js';
@@ -38,7 +38,7 @@ import type { SweepReport } from './sweep.js';
 import { NODE_FILES, renderBootIpxe } from './templates/index.js';
 import type { BootImages, BootInterface, BootLogger, BootNode, BootPort, ImageSource } from './types.js';
 import { IMAGE_ROLES } from './types.js';
-import { normalizeMac, normalizeUuid } from './validate.js';
+import { checkHttpUrl, normalizeMac, normalizeUuid } from './validate.js';
 
 const UUID_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -119,6 +119,7 @@ export class BootEnvironment {
         cleanUp: options.dhcpCleanUp,
       };
     }
+    if (options.httpUrl !== undefined) checkHttpUrl(options.httpUrl);
     const ipxeReady = options.httpUrl !== undefined && options.httpRoot !== undefined;
     this.settings = {
       roots: this.roots,
@@ -130,6 +131,10 @@ export class BootEnvironment {
       ipxeTimeoutMs: options.ipxeTimeoutMs,
       dhcp: this.dhcp,
     };
+    // Render once for a dummy node so a bad TFTP server or boot file name fails at start, not per node.
+    if (this.dhcp !== undefined) {
+      renderDhcpEntries({ uuid: '00000000-0000-0000-0000-000000000000', bootMode: 'bios', bootInterface: 'pxe' }, [], this.dhcp);
+    }
   }
 
   /** What `prepare` would make of these inputs (validated and rendered, nothing read or written). */

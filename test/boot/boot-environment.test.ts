@@ -246,3 +246,12 @@ describe('sweep', () => {
     expect(await env.sweep()).toEqual({ temps: [], danglingLinks: [] });
   });
 });
+
+describe('options', () => {
+  it('rejects a bad http_url, TFTP server or half-configured DHCP when constructed', () => {
+    expect(() => s.env({ httpUrl: 'ftp://x' })).toThrow(InvalidBootInput);
+    expect(() => s.env({ dhcpHostsDir: s.hostsDir })).toThrow(InvalidBootInput);
+    expect(() => s.env({ dhcpHostsDir: s.hostsDir, dhcpOptsDir: s.optsDir, tftpServer: 'bad host' })).toThrow(InvalidBootInput);
+    expect(() => s.env({ dhcpHostsDir: s.hostsDir, dhcpOptsDir: s.optsDir, tftpServer: undefined })).toThrow(InvalidBootInput);
+  });
+});
