@@ -181,3 +181,47 @@ export async function until(check: () => boolean, timeoutMs = 10_000): Promise<v
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/** What a hand-driven read request came back with. */
+export interface RawFetch {
+  /** The server's error, when it answered with one. */
+  error?: { code: number; message: string };
+  /** The bytes received (also when an error came after some data). */
+  data: Buffer;
+  /** Options the server acknowledged. */
+  oack?: Record<string, string>;
+}
+
+/** A correct lock-step client over the raw peer, for checking what a request yields. */
+export async function fetchRaw(port: number, filename: string, options: Record<string, string> = {}, mode = 'octet'): Promise<RawFetch> {
+  const peer = await rawPeer();
+  try {
+    peer.send(request(1, filename, mode, options), port);
+    const chunks: Buffer[] = [];
+    let blksize = 512;
+    let expected = 1;
+    let oack: Record<string, string> | undefined;
+    for (;;) {
+      const got = await peer.next();
+      if (!got) throw new Error(`no answer for ${filename}`);
+      const p = decode(got.data);
+      const data = Buffer.concat(chunks);
+      if (p.op === 5) return { error: { code: p.code!, message: p.message! }, data, ...(oack ? { oack } : {}) };
+      if (p.op === 6) {
+        oack = p.options!;
+        blksize = Number(oack.blksize ?? 512);
+        peer.send(ack(0), got.port);
+        continue;
+      }
+      if (p.op !== 3) throw new Error(`unexpected opcode ${p.op}`);
+      if (p.block === (expected & 0xffff)) {
+        chunks.push(p.payload!);
+        expected += 1;
+      }
+      peer.send(ack(p.block!), got.port);
+      if (p.payload!.length < blksize) return { data: Buffer.concat(chunks), ...(oack ? { oack } : {}) };
+    }
+  } finally {
+    peer.close();
+  }
+}
