@@ -5,6 +5,8 @@ import { createDriverRegistry } from '../../src/drivers/builtin.js';
 import { UnknownDriver, UnknownInterface } from '../../src/drivers/errors.js';
 import { INTERFACE_TYPES } from '../../src/drivers/hardware-type.js';
 import type { BootEnvironmentPort } from '../../src/drivers/pxe/boot-environment-port.js';
+import type { BindInput } from '../../src/drivers/registry.js';
+import type { NodeRow } from '../../src/cluster/reservations.js';
 import { makeNode, makeTask, PORTS } from './helpers.js';
 
 describe('driver registry', () => {
@@ -114,5 +116,11 @@ describe('driver registry', () => {
     const accept = (port: BootEnvironmentPort): BootEnvironmentPort => port;
     const fromBoot = (env: BootEnvironment): BootEnvironmentPort => accept(env);
     expect(typeof fromBoot).toBe('function');
+  });
+
+  it('binds a node row of the database as it is', () => {
+    // Compile-time check: the conductor's adapter passes `task.node` (a NodeRow) straight through.
+    const fromRow = (row: NodeRow): BindInput['node'] => row;
+    expect(typeof fromRow).toBe('function');
   });
 });
