@@ -8,11 +8,16 @@ import { listenFastify } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
+import { createDriverRegistry } from '../drivers/index.js';
+import type { DriverRegistry } from '../drivers/index.js';
 import { installErrorHandling } from './errors.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
 import { conductorRoutes } from './routes/conductors.js';
+import { driverRoutes } from './routes/drivers.js';
 import { healthRoutes } from './routes/health.js';
+import { nodeRoutes } from './routes/nodes.js';
+import { portRoutes } from './routes/ports.js';
 import { ringRoutes } from './routes/ring.js';
 import { rootRoutes } from './routes/root.js';
 
@@ -20,12 +25,14 @@ export interface ApiDeps {
   store: Store;
   config: Config;
   logger: Logger;
+  /** Hardware types for validation and `/v1/drivers`; the built-in catalogue by default. */
+  drivers?: DriverRegistry;
 }
 
 /** Largest request body accepted; bigger ones get 413. */
 export const BODY_LIMIT = 1024 * 1024;
 
-export function buildApi({ store, config, logger }: ApiDeps): FastifyInstance {
+export function buildApi({ store, config, logger, drivers = createDriverRegistry() }: ApiDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger.child({ component: 'api' }) as FastifyBaseLogger,
     disableRequestLogging: true,
@@ -55,6 +62,9 @@ export function buildApi({ store, config, logger }: ApiDeps): FastifyInstance {
   healthRoutes(app, store);
   conductorRoutes(app, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint });
   ringRoutes(app, { store, config });
+  nodeRoutes(app, { store, config, drivers });
+  driverRoutes(app, { store, config, drivers });
+  portRoutes(app, { store, config });
   return app;
 }
 

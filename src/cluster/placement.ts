@@ -70,3 +70,21 @@ export async function currentPlacement(store: Store, options: PlacementOptions):
   }
   return { replicas: options.replicas, groups: [...groups.values()].sort((a, b) => a.conductor_group.localeCompare(b.conductor_group)), nodes: placed };
 }
+
+/**
+ * A lookup of each node's owner conductor under the current live membership: one membership read,
+ * then a ring lookup per node (for the API's `conductor` field and for routing).
+ */
+export async function ownerLookup(
+  store: Store,
+  options: Pick<PlacementOptions, 'heartbeatTimeout' | 'ring'>,
+): Promise<{ owner: (node: { uuid: string; conductor_group: string }) => string | null; rpcUrl: (host: string) => string | null }> {
+  const conductors = await listConductors(store, options.heartbeatTimeout);
+  const rings = new Map<string, HashRing>();
+  for (const [group, members] of membersByGroup(conductors)) rings.set(group, new HashRing(members, options.ring));
+  const urls = new Map(conductors.filter((c) => c.alive).map((c) => [c.hostname, c.rpcUrl]));
+  return {
+    owner: (node) => rings.get(node.conductor_group)?.lookup(node.uuid)[0] ?? null,
+    rpcUrl: (host) => urls.get(host) ?? null,
+  };
+}

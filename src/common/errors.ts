@@ -77,3 +77,13 @@ export class NotAcceptable extends IronringError {
 export function asError(value: unknown): Error {
   return value instanceof Error ? value : new Error(String(value));
 }
+
+/** Thrown when a request would break a uniqueness rule (duplicate name, MAC address…). */
+export class Conflict extends IronringError {
+  override readonly httpStatus = 409;
+}
+
+/** Thrown when no live conductor can take a node's work (its group has none alive). */
+export class NoLiveConductor extends IronringError {
+  override readonly httpStatus = 503;
+}

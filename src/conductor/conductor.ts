@@ -13,6 +13,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { ClusterView } from '../cluster/cluster-view.js';
 import { releaseDeadReservations } from '../cluster/dead-locks.js';
 import { heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
+import type { ConductorRegistration } from '../cluster/membership.js';
 import { releaseReservationsOf } from '../cluster/reservations.js';
 import { conductorRingOptions } from '../cluster/ring-options.js';
 import { TaskTracker } from '../cluster/task.js';
@@ -20,11 +21,15 @@ import { listenFastify } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
+import { createDriverRegistry } from '../drivers/index.js';
+import type { DriverRegistry } from '../drivers/index.js';
 
 export interface ConductorDeps {
   store: Store;
   config: Config;
   logger: Logger;
+  /** The hardware types this conductor runs; the built-in catalogue by default. */
+  drivers?: DriverRegistry;
 }
 
 /** What a conductor reports about itself on its RPC endpoint (`GET /v1/status`). */
@@ -44,6 +49,7 @@ export class Conductor {
   readonly group: string;
   readonly view: ClusterView;
   readonly tracker = new TaskTracker();
+  readonly drivers: DriverRegistry;
   private conductorId: number | undefined;
   private rpc: FastifyInstance | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -59,6 +65,7 @@ export class Conductor {
     this.hostname = config.DEFAULT.host;
     this.group = config.conductor.conductor_group;
     this.log = deps.logger.child({ component: 'conductor', host: this.hostname });
+    this.drivers = deps.drivers ?? createDriverRegistry();
     this.view = new ClusterView(deps.store, {
       heartbeatTimeout: config.conductor.heartbeat_timeout,
       ring: conductorRingOptions(config.conductor),
@@ -93,11 +100,7 @@ export class Conductor {
     this.rpc = this.buildRpc();
     this.rpcUrl = await listenFastify(this.rpc, config.conductor.rpc_address, 'conductor RPC endpoint', '--rpc-address or [conductor] rpc_address');
     try {
-      this.conductorId = await registerConductor(
-        store,
-        { hostname: this.hostname, group: this.group, drivers: [], rpcUrl: this.rpcUrl },
-        config.conductor.heartbeat_timeout,
-      );
+      this.conductorId = await registerConductor(store, this.registration(), config.conductor.heartbeat_timeout);
       const released = await releaseReservationsOf(store, this.hostname, { by: this.hostname, reason: 'conductor restarted' });
       if (released.length > 0) this.log.warn({ nodes: released.length }, 'released locks left by this conductor before it restarted');
       this.view.setSelf({ hostname: this.hostname, group: this.group, weight: 1 });
@@ -113,6 +116,16 @@ export class Conductor {
     this.log.info({ id: this.conductorId, group: this.group, rpc: this.rpcUrl, ring_version: this.view.version }, 'conductor started');
   }
 
+  private registration(): ConductorRegistration {
+    return {
+      hostname: this.hostname,
+      group: this.group,
+      drivers: this.drivers.driverNames(),
+      interfaces: this.drivers.registrations(),
+      rpcUrl: this.rpcUrl,
+    };
+  }
+
   /** One heartbeat, then a sweep for locks of dead conductors. Failures are logged, never fatal. */
   private async beat(): Promise<void> {
     const { store, config } = this.deps;
@@ -120,7 +133,7 @@ export class Conductor {
       const ok = await heartbeat(store, this.id);
       if (!ok && this.state === 'running') {
         this.log.warn('conductor row is gone; registering again');
-        this.conductorId = await registerConductor(store, { hostname: this.hostname, group: this.group, drivers: [], rpcUrl: this.rpcUrl }, config.conductor.heartbeat_timeout);
+        this.conductorId = await registerConductor(store, this.registration(), config.conductor.heartbeat_timeout);
       }
       if (this.heartbeatFailing) this.log.info('heartbeats resumed');
       this.heartbeatFailing = false;

@@ -168,6 +168,45 @@ export const OPTIONS = {
       path: 'data_dir',
       description: 'Image cache directory; must be on the same file system as tftp_root for hard links.',
     },
+    tftp_server_enabled: {
+      type: { kind: 'boolean' },
+      default: true,
+      description: 'Run the embedded TFTP server (false when an existing dnsmasq or tftpd serves tftp_root).',
+    },
+    tftp_address: {
+      type: { kind: 'address' },
+      default: '0.0.0.0:69',
+      description: 'Address (host:port) the embedded TFTP server listens on.',
+    },
+    tftp_server: {
+      type: { kind: 'string', pattern: /^[A-Za-z0-9.:[\]-]*$/, describe: 'a host or IP address' },
+      default: '',
+      description: "Address nodes use to reach this conductor's TFTP server (DHCP next-server); empty: the TFTP bind address, or this host's first IPv4 address.",
+    },
+    pxe_append_params: {
+      type: { kind: 'string' },
+      default: 'nofb vga=normal',
+      description: 'Kernel parameters added to every boot label.',
+    },
+    default_boot_interface: {
+      type: { kind: 'enum', values: ['pxe', 'ipxe'] },
+      default: 'ipxe',
+      description: 'Boot interface of nodes that name none: iPXE over HTTP, or PXELINUX/GRUB over TFTP.',
+    },
+    image_cache_size: {
+      type: { kind: 'integer', min: 0 },
+      default: 20480,
+      description: 'MiB the image cache may hold before unused images are removed, oldest first.',
+    },
+    image_cache_ttl: {
+      type: { kind: 'integer', min: 0 },
+      default: 10080,
+      description: 'Minutes an unused cached image is kept.',
+    },
+    pxe_bootfile_name: { type: { kind: 'string' }, default: 'pxelinux.0', description: 'Boot file DHCP gives BIOS PXE clients.' },
+    uefi_pxe_bootfile_name: { type: { kind: 'string' }, default: 'bootx64.efi', description: 'Boot file DHCP gives UEFI PXE clients.' },
+    ipxe_bootfile_name: { type: { kind: 'string' }, default: 'undionly.kpxe', description: 'iPXE chain loader DHCP gives BIOS clients of iPXE nodes.' },
+    uefi_ipxe_bootfile_name: { type: { kind: 'string' }, default: 'snponly.efi', description: 'iPXE chain loader DHCP gives UEFI clients of iPXE nodes.' },
   },
   deploy: {
     http_root: {
@@ -175,6 +214,38 @@ export const OPTIONS = {
       default: 'httpboot',
       path: 'data_dir',
       description: 'Root directory served over HTTP to iPXE clients.',
+    },
+    http_server_enabled: {
+      type: { kind: 'boolean' },
+      default: true,
+      description: 'Run the embedded HTTP boot server (false when nginx or similar serves http_root).',
+    },
+    http_address: {
+      type: { kind: 'address' },
+      default: '0.0.0.0:8080',
+      description: 'Address (host:port) the embedded HTTP boot server listens on.',
+    },
+    http_url: {
+      type: { kind: 'string', pattern: /^(https?:\/\/\S+)?$/, describe: 'an http(s):// URL' },
+      default: '',
+      description: 'Base URL nodes use to reach http_root; empty: derived from http_address and this host.',
+    },
+  },
+  dnsmasq: {
+    dhcp_hostsdir: {
+      type: { kind: 'string' },
+      default: '',
+      description: "dnsmasq dhcp-hostsdir to write per-node host entries into; empty: no DHCP entries.",
+    },
+    dhcp_optsdir: {
+      type: { kind: 'string' },
+      default: '',
+      description: 'dnsmasq dhcp-optsdir to write per-node boot options into; set together with dhcp_hostsdir.',
+    },
+    dhcp_cleanup: {
+      type: { kind: 'enum', values: ['ignore', 'remove'] },
+      default: 'ignore',
+      description: "On clean-up, rewrite a node's host line to 'mac,ignore' (as Ironic) or remove it.",
     },
   },
 } as const satisfies Record<string, Record<string, OptionSpec>>;

@@ -9,6 +9,7 @@ import { InvalidParameter, NotFound } from '../../common/errors.js';
 import type { Store } from '../../db/connect.js';
 import { apiTime, baseUrl, resourceLinks } from '../links.js';
 import { requireVersion } from '../microversions.js';
+import { parseBool, parseFields } from '../query.js';
 
 export interface ConductorRouteOptions {
   store: Store;
@@ -34,30 +35,11 @@ function render(c: ConductorState, base: string, fields: readonly string[]): Rec
   return out;
 }
 
-function parseFields(raw: string | undefined): readonly string[] | undefined {
-  if (raw === undefined) return undefined;
-  const fields = raw.split(',').map((f) => f.trim()).filter(Boolean);
-  for (const f of fields) {
-    if (!(ALL_FIELDS as readonly string[]).includes(f)) {
-      throw new InvalidParameter(`fields: unknown conductor field ${JSON.stringify(f)}; valid fields: ${ALL_FIELDS.join(', ')}`);
-    }
-  }
-  return fields;
-}
-
-function parseDetail(raw: string | undefined): boolean {
-  if (raw === undefined) return false;
-  const v = raw.toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(v)) return true;
-  if (['false', '0', 'no', 'off'].includes(v)) return false;
-  throw new InvalidParameter(`detail: expected a boolean, got ${JSON.stringify(raw)}`);
-}
-
 export function conductorRoutes(app: FastifyInstance, options: ConductorRouteOptions): void {
   app.get<{ Querystring: { detail?: string; fields?: string } }>('/v1/conductors', async (request) => {
     requireVersion(request.apiVersion, [1, 49], request.url);
-    const fields = parseFields(request.query.fields);
-    const detail = parseDetail(request.query.detail);
+    const fields = parseFields(request.query.fields, ALL_FIELDS, 'conductor');
+    const detail = parseBool('detail', request.query.detail) ?? false;
     if (fields && detail) throw new InvalidParameter('fields and detail cannot be used together');
     const shown = fields ?? (detail ? ALL_FIELDS : LIST_FIELDS);
     const base = baseUrl(request, options.publicEndpoint);
@@ -67,7 +49,7 @@ export function conductorRoutes(app: FastifyInstance, options: ConductorRouteOpt
 
   app.get<{ Params: { hostname: string }; Querystring: { fields?: string } }>('/v1/conductors/:hostname', async (request) => {
     requireVersion(request.apiVersion, [1, 49], request.url);
-    const fields = parseFields(request.query.fields) ?? ALL_FIELDS;
+    const fields = parseFields(request.query.fields, ALL_FIELDS, 'conductor') ?? ALL_FIELDS;
     const [conductor] = await listConductors(options.store, options.heartbeatTimeout, request.params.hostname);
     if (!conductor) throw new NotFound(`conductor ${request.params.hostname} could not be found`);
     return render(conductor, baseUrl(request, options.publicEndpoint), fields);

@@ -1,0 +1,35 @@
+/** Parsing query parameters the way the Ironic API reads them, with 400s that name the parameter. */
+import { InvalidParameter } from '../common/errors.js';
+
+/** `True`/`false`/`1`/`0`/`yes`/`no`/`on`/`off`, case-insensitive; undefined when absent. */
+export function parseBool(name: string, raw: string | undefined): boolean | undefined {
+  if (raw === undefined) return undefined;
+  const v = raw.toLowerCase();
+  if (['true', '1', 'yes', 'on', 'y', 't'].includes(v)) return true;
+  if (['false', '0', 'no', 'off', 'n', 'f'].includes(v)) return false;
+  throw new InvalidParameter(`${name}: expected a boolean, got ${JSON.stringify(raw)}`);
+}
+
+/** A comma-separated field list, each one of `valid`; undefined when absent. */
+export function parseFields(raw: string | undefined, valid: readonly string[], what: string): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const fields = raw.split(',').map((f) => f.trim()).filter(Boolean);
+  for (const f of fields) {
+    if (!valid.includes(f)) throw new InvalidParameter(`fields: unknown ${what} field ${JSON.stringify(f)}; valid fields: ${valid.join(', ')}`);
+  }
+  return fields;
+}
+
+/** A list page size: a positive integer, capped at `max`; `max` when absent or 0. */
+export function parseLimit(raw: string | undefined, max: number): number {
+  if (raw === undefined) return max;
+  if (!/^\d+$/.test(raw)) throw new InvalidParameter(`limit: expected a non-negative integer, got ${JSON.stringify(raw)}`);
+  const n = Number(raw);
+  return n === 0 ? max : Math.min(n, max);
+}
+
+export function parseChoice<T extends string>(name: string, raw: string | undefined, choices: readonly T[], fallback: T): T {
+  if (raw === undefined) return fallback;
+  if ((choices as readonly string[]).includes(raw)) return raw as T;
+  throw new InvalidParameter(`${name}: expected one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`);
+}

@@ -1,0 +1,52 @@
+/**
+ * `GET /v1/drivers[/{name}]`: the hardware types, which live conductors serve each, and (with
+ * `detail`) their enabled and default interfaces — in the Ironic API's shape.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { listConductors } from '../../cluster/membership.js';
+import { NotFound } from '../../common/errors.js';
+import type { Config } from '../../config/options.js';
+import type { Store } from '../../db/connect.js';
+import { INTERFACE_TYPES } from '../../drivers/index.js';
+import type { DriverRegistry, HardwareTypeInfo } from '../../drivers/index.js';
+import { baseUrl, resourceLinks } from '../links.js';
+import { parseBool } from '../query.js';
+
+export function driverRoutes(app: FastifyInstance, options: { store: Store; config: Config; drivers: DriverRegistry }): void {
+  const { store, config, drivers } = options;
+
+  async function hostsByDriver(): Promise<Map<string, string[]>> {
+    const byDriver = new Map<string, string[]>();
+    for (const c of await listConductors(store, config.conductor.heartbeat_timeout)) {
+      if (!c.alive) continue;
+      for (const d of c.drivers) byDriver.set(d, [...(byDriver.get(d) ?? []), c.hostname]);
+    }
+    return byDriver;
+  }
+
+  function render(info: HardwareTypeInfo, hosts: string[], request: FastifyRequest, detail: boolean): Record<string, unknown> {
+    const base = baseUrl(request, config.api.public_endpoint);
+    const out: Record<string, unknown> = { name: info.name, hosts, type: 'dynamic', links: resourceLinks(base, 'drivers', info.name) };
+    if (detail) {
+      out.description = info.description;
+      for (const type of INTERFACE_TYPES) {
+        out[`default_${type}_interface`] = info.interfaces[type].default;
+        out[`enabled_${type}_interfaces`] = info.interfaces[type].enabled;
+      }
+      out.properties = resourceLinks(base, `drivers/${info.name}`, 'properties');
+    }
+    return out;
+  }
+
+  app.get<{ Querystring: { detail?: string } }>('/v1/drivers', async (request) => {
+    const detail = parseBool('detail', request.query.detail) ?? false;
+    const hosts = await hostsByDriver();
+    return { drivers: drivers.list().map((info) => render(info, hosts.get(info.name) ?? [], request, detail)) };
+  });
+
+  app.get<{ Params: { name: string } }>('/v1/drivers/:name', async (request) => {
+    const info = drivers.list().find((d) => d.name === request.params.name);
+    if (!info) throw new NotFound(`driver ${request.params.name} could not be found`);
+    return render(info, (await hostsByDriver()).get(info.name) ?? [], request, true);
+  });
+}

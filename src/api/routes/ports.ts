@@ -1,0 +1,122 @@
+/** `/v1/ports` and `/v1/nodes/{node}/ports`: list (filter by node and address), show, create, delete. */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { InvalidParameter } from '../../common/errors.js';
+import type { Config } from '../../config/options.js';
+import type { Store } from '../../db/connect.js';
+import { UUID_PATTERN, getNode } from '../../nodes/node-store.js';
+import { createPort, deletePort, getPort, listPorts } from '../../nodes/port-store.js';
+import type { PortRow } from '../../nodes/port-store.js';
+import { apiTime, baseUrl, resourceLinks } from '../links.js';
+import { compareVersions } from '../microversions.js';
+import type { Microversion } from '../microversions.js';
+import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
+
+const PORT_FIELDS: Readonly<Record<string, Microversion>> = {
+  uuid: [1, 1], address: [1, 1], node_uuid: [1, 1], extra: [1, 1], created_at: [1, 1], updated_at: [1, 1],
+  local_link_connection: [1, 19], pxe_enabled: [1, 19], physical_network: [1, 34],
+};
+const LIST_FIELDS = ['uuid', 'address'];
+
+function fieldsAt(version: Microversion): string[] {
+  return Object.entries(PORT_FIELDS).filter(([, since]) => compareVersions(version, since) >= 0).map(([f]) => f);
+}
+
+function renderPort(port: PortRow, base: string, fields: readonly string[]): Record<string, unknown> {
+  const all: Record<string, unknown> = {
+    uuid: port.uuid,
+    address: port.address,
+    node_uuid: port.node_uuid,
+    extra: port.extra,
+    created_at: apiTime(port.created_at),
+    updated_at: apiTime(port.updated_at),
+    local_link_connection: port.local_link_connection,
+    pxe_enabled: port.pxe_enabled,
+    physical_network: port.physical_network,
+  };
+  const out: Record<string, unknown> = {};
+  for (const f of fields) out[f] = all[f];
+  out.links = resourceLinks(base, 'ports', port.uuid);
+  return out;
+}
+
+type Query = Record<string, string | undefined>;
+
+export function portRoutes(app: FastifyInstance, options: { store: Store; config: Config }): void {
+  const { store, config } = options;
+
+  async function list(request: FastifyRequest<{ Querystring: Query }>, nodeIdent: string | undefined, detailPath: boolean) {
+    const q = request.query;
+    const valid = fieldsAt(request.apiVersion);
+    const fields = parseFields(q.fields, valid, 'port');
+    const detail = detailPath || (parseBool('detail', q.detail) ?? false);
+    if (fields && detail) throw new InvalidParameter('fields and detail cannot be used together');
+    const limit = parseLimit(q.limit, config.api.max_limit);
+    if (q.marker !== undefined && !UUID_PATTERN.test(q.marker)) throw new InvalidParameter(`marker: expected a port uuid, got ${JSON.stringify(q.marker)}`);
+    const ident = nodeIdent ?? q.node ?? q.node_uuid;
+    const nodeId = ident === undefined ? undefined : (await getNode(store, ident)).id;
+    const rows = await listPorts(store, {
+      limit,
+      sortDir: parseChoice('sort_dir', q.sort_dir, ['asc', 'desc'] as const, 'asc'),
+      ...(nodeId !== undefined ? { nodeId } : {}),
+      ...(q.address !== undefined ? { address: q.address } : {}),
+      ...(q.marker !== undefined ? { marker: q.marker.toLowerCase() } : {}),
+    });
+    const base = baseUrl(request, config.api.public_endpoint);
+    const shown = fields ?? (detail ? valid : LIST_FIELDS);
+    const body: Record<string, unknown> = { ports: rows.map((p) => renderPort(p, base, shown)) };
+    if (rows.length === limit && rows.length > 0) {
+      const params = new URLSearchParams();
+      for (const [k, v] of Object.entries(q)) if (v !== undefined && k !== 'marker' && k !== 'limit') params.set(k, v);
+      params.set('limit', String(limit));
+      params.set('marker', rows[rows.length - 1]!.uuid);
+      body.next = `${base}${request.url.split('?')[0]}?${params.toString()}`;
+    }
+    return body;
+  }
+
+  app.get<{ Querystring: Query }>('/v1/ports', (request) => list(request, undefined, false));
+  app.get<{ Querystring: Query }>('/v1/ports/detail', (request) => list(request, undefined, true));
+  app.get<{ Params: { ident: string }; Querystring: Query }>('/v1/nodes/:ident/ports', (request) => list(request, request.params.ident, false));
+
+  app.get<{ Params: { ident: string }; Querystring: Query }>('/v1/ports/:ident', async (request) => {
+    const fields = parseFields(request.query.fields, fieldsAt(request.apiVersion), 'port') ?? fieldsAt(request.apiVersion);
+    return renderPort(await getPort(store, request.params.ident), baseUrl(request, config.api.public_endpoint), fields);
+  });
+
+  app.post('/v1/ports', async (request, reply) => {
+    const body = request.body;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidParameter('request body: expected a JSON object');
+    const input = body as Record<string, unknown>;
+    const valid = new Set(['uuid', 'address', 'node_uuid', 'extra', ...fieldsAt(request.apiVersion).filter((f) => ['pxe_enabled', 'local_link_connection', 'physical_network'].includes(f))]);
+    for (const key of Object.keys(input)) if (!valid.has(key)) throw new InvalidParameter(`${key}: unknown or read-only field for a new port`);
+    if (typeof input.node_uuid !== 'string') throw new InvalidParameter('node_uuid: required, the uuid of the port\'s node');
+    if (input.uuid !== undefined && (typeof input.uuid !== 'string' || !UUID_PATTERN.test(input.uuid))) throw new InvalidParameter('uuid: expected a UUID');
+    for (const f of ['extra', 'local_link_connection'] as const) {
+      const v = input[f];
+      if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) throw new InvalidParameter(`${f}: expected a JSON object`);
+    }
+    if (input.pxe_enabled !== undefined && typeof input.pxe_enabled !== 'boolean') throw new InvalidParameter('pxe_enabled: expected true or false');
+    if (input.physical_network !== undefined && input.physical_network !== null && typeof input.physical_network !== 'string') {
+      throw new InvalidParameter('physical_network: expected a string');
+    }
+    const node = await getNode(store, input.node_uuid);
+    const port = await createPort(store, {
+      address: input.address as string,
+      nodeId: node.id,
+      ...(input.uuid !== undefined ? { uuid: input.uuid as string } : {}),
+      ...(input.pxe_enabled !== undefined ? { pxeEnabled: input.pxe_enabled } : {}),
+      ...(input.physical_network !== undefined ? { physicalNetwork: input.physical_network as string | null } : {}),
+      ...(input.local_link_connection !== undefined ? { localLinkConnection: input.local_link_connection as Record<string, unknown> } : {}),
+      ...(input.extra !== undefined ? { extra: input.extra as Record<string, unknown> } : {}),
+    });
+    const base = baseUrl(request, config.api.public_endpoint);
+    reply.code(201).header('Location', `${base}/v1/ports/${port.uuid}`);
+    return renderPort(port, base, fieldsAt(request.apiVersion));
+  });
+
+  app.delete<{ Params: { ident: string } }>('/v1/ports/:ident', async (request, reply) => {
+    const port = await getPort(store, request.params.ident);
+    await deletePort(store, port.uuid);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,116 @@
+/**
+ * Reading and writing node rows: lists with filters, sorting and keyset pagination, lookups by uuid
+ * or name, creation with the uniqueness rules turned into `Conflict` errors. Changing an existing
+ * node goes through a lock-holding task (`cluster/task.ts`), never through here.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
+import { NodeNotFound } from '../cluster/errors.js';
+import { Conflict, InvalidParameter } from '../common/errors.js';
+import type { Store } from '../db/connect.js';
+import type { NodesTable } from '../db/schema.js';
+
+export type NodeRow = Selectable<NodesTable>;
+
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Columns a list may be sorted by (JSON columns cannot be, as in Ironic). */
+export const NODE_SORT_KEYS = [
+  'created_at', 'updated_at', 'uuid', 'name', 'driver', 'provision_state', 'power_state', 'conductor_group',
+  'resource_class', 'instance_uuid', 'maintenance', 'provision_updated_at',
+] as const;
+export type NodeSortKey = (typeof NODE_SORT_KEYS)[number];
+
+export interface NodeFilters {
+  provision_state?: string;
+  driver?: string;
+  conductor_group?: string;
+  resource_class?: string;
+  maintenance?: boolean;
+  /** True: nodes with an instance; false: nodes without. */
+  associated?: boolean;
+  instance_uuid?: string;
+}
+
+export interface NodeListQuery {
+  limit: number;
+  /** Uuid of the last node of the previous page. */
+  marker?: string;
+  sortKey: NodeSortKey;
+  sortDir: 'asc' | 'desc';
+  filters: NodeFilters;
+}
+
+/** One page of nodes, in order; `limit` rows at most. */
+export async function listNodes(store: Store, query: NodeListQuery): Promise<NodeRow[]> {
+  const { filters, sortKey, sortDir } = query;
+  let q = store.db.selectFrom('nodes').selectAll();
+  if (filters.provision_state !== undefined) q = q.where('provision_state', '=', filters.provision_state);
+  if (filters.driver !== undefined) q = q.where('driver', '=', filters.driver);
+  if (filters.conductor_group !== undefined) q = q.where('conductor_group', '=', filters.conductor_group.toLowerCase());
+  if (filters.resource_class !== undefined) q = q.where('resource_class', '=', filters.resource_class);
+  if (filters.maintenance !== undefined) q = q.where('maintenance', '=', filters.maintenance);
+  if (filters.instance_uuid !== undefined) q = q.where('instance_uuid', '=', filters.instance_uuid);
+  if (filters.associated !== undefined) q = q.where('instance_uuid', filters.associated ? 'is not' : 'is', null);
+
+  // Keyset pagination on (sort key, id): stable under inserts, and an index walk instead of OFFSET.
+  // NULLs sort as the lowest value, and the sort expression says so on both engines.
+  const key = sql.ref(`nodes.${sortKey}`);
+  const sortExpr = sortKey === 'maintenance' ? key : sql`coalesce(${key}, ${nullFill(sortKey)})`;
+  if (query.marker !== undefined) {
+    const marker = await store.db.selectFrom('nodes').select(['id', sortKey]).where('uuid', '=', query.marker).executeTakeFirst();
+    if (!marker) throw new InvalidParameter(`marker: no node with uuid ${query.marker}`);
+    const raw = (marker as Record<string, unknown>)[sortKey];
+    const value = raw ?? nullFill(sortKey);
+    const cmp = sortDir === 'asc' ? sql.raw('>') : sql.raw('<');
+    q = q.where(sql<boolean>`(${sortExpr} ${cmp} ${value} or (${sortExpr} = ${value} and nodes.id ${cmp} ${marker.id}))`);
+  }
+  return q.orderBy(sortExpr, sortDir).orderBy('nodes.id', sortDir).limit(query.limit).execute();
+}
+
+function nullFill(key: NodeSortKey): string {
+  return key === 'created_at' || key === 'updated_at' || key === 'provision_updated_at' ? '0001-01-01T00:00:00.000Z' : '';
+}
+
+/** The node with this uuid or name. Throws `NodeNotFound`. */
+export async function getNode(store: Store, ident: string): Promise<NodeRow> {
+  const column = UUID_PATTERN.test(ident) ? 'uuid' : 'name';
+  const row = await store.db.selectFrom('nodes').selectAll().where(column, '=', column === 'uuid' ? ident.toLowerCase() : ident).executeTakeFirst();
+  if (!row) throw new NodeNotFound(ident);
+  return row;
+}
+
+export type NewNode = Omit<Insertable<NodesTable>, 'id' | 'uuid'> & { uuid?: string };
+
+/** Inserts a node; duplicate uuid, name or instance uuid → `Conflict` naming the value. */
+export async function createNode(store: Store, values: NewNode): Promise<NodeRow> {
+  const uuid = (values.uuid ?? randomUUID()).toLowerCase();
+  try {
+    return await store.db
+      .insertInto('nodes')
+      .values({ ...values, uuid, created_at: store.sqlNow(), updated_at: store.sqlNow() })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  } catch (err) {
+    throw uniqueViolation(err, [
+      ['name', `a node named ${JSON.stringify(values.name)} already exists`],
+      ['instance_uuid', `a node with instance_uuid ${values.instance_uuid} already exists`],
+      ['uuid', `a node with uuid ${uuid} already exists`],
+    ]);
+  }
+}
+
+/**
+ * Maps a unique-constraint error of either engine to a `Conflict` with the message of the first
+ * column it names; other errors pass through unchanged.
+ */
+export function uniqueViolation(err: unknown, columns: ReadonlyArray<readonly [string, string]>): unknown {
+  const message = String((err as Error).message ?? '');
+  const detail = String((err as { detail?: string; constraint?: string }).detail ?? '') + String((err as { constraint?: string }).constraint ?? '');
+  if (!/unique|duplicate/i.test(message)) return err;
+  for (const [column, text] of columns) {
+    if (message.includes(`.${column}`) || detail.includes(`(${column})`) || detail.includes(`_${column}_`)) return new Conflict(text);
+  }
+  return new Conflict(columns[0]?.[1] ?? 'duplicate value');
+}

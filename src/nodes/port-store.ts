@@ -1,0 +1,95 @@
+/**
+ * Reading and writing ports (a node's NICs): MAC addresses are normalised to lower-case
+ * colon-separated form and unique across all nodes.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Selectable } from 'kysely';
+import { InvalidParameter, NotFound } from '../common/errors.js';
+import type { Store } from '../db/connect.js';
+import type { PortsTable } from '../db/schema.js';
+import { UUID_PATTERN, uniqueViolation } from './node-store.js';
+
+export type PortRow = Selectable<PortsTable> & { node_uuid: string };
+
+const MAC_PATTERN = /^([0-9a-f]{2})[:-]?([0-9a-f]{2})[:-]?([0-9a-f]{2})[:-]?([0-9a-f]{2})[:-]?([0-9a-f]{2})[:-]?([0-9a-f]{2})$/i;
+
+/** `AA-BB-CC-DD-EE-FF`, `aabbccddeeff`, … → `aa:bb:cc:dd:ee:ff`; a 400 naming the value otherwise. */
+export function normalizeMac(value: unknown): string {
+  const m = typeof value === 'string' ? MAC_PATTERN.exec(value.trim()) : null;
+  if (!m) throw new InvalidParameter(`address: ${JSON.stringify(value)} is not a valid MAC address`);
+  return m.slice(1, 7).join(':').toLowerCase();
+}
+
+function portQuery(store: Store) {
+  return store.db.selectFrom('ports').innerJoin('nodes', 'nodes.id', 'ports.node_id').selectAll('ports').select('nodes.uuid as node_uuid');
+}
+
+export interface PortListQuery {
+  limit: number;
+  marker?: string;
+  nodeId?: number;
+  address?: string;
+  sortDir: 'asc' | 'desc';
+}
+
+export async function listPorts(store: Store, query: PortListQuery): Promise<PortRow[]> {
+  let q = portQuery(store);
+  if (query.nodeId !== undefined) q = q.where('ports.node_id', '=', query.nodeId);
+  if (query.address !== undefined) q = q.where('ports.address', '=', normalizeMac(query.address));
+  if (query.marker !== undefined) {
+    const marker = await store.db.selectFrom('ports').select('id').where('uuid', '=', query.marker).executeTakeFirst();
+    if (!marker) throw new InvalidParameter(`marker: no port with uuid ${query.marker}`);
+    q = q.where('ports.id', query.sortDir === 'asc' ? '>' : '<', marker.id);
+  }
+  return q.orderBy('ports.id', query.sortDir).limit(query.limit).execute();
+}
+
+/** The port with this uuid or MAC address; `NotFound` otherwise. */
+export async function getPort(store: Store, ident: string): Promise<PortRow> {
+  const q = UUID_PATTERN.test(ident) ? portQuery(store).where('ports.uuid', '=', ident.toLowerCase()) : portQuery(store).where('ports.address', '=', normalizeMac(ident));
+  const row = await q.executeTakeFirst();
+  if (!row) throw new NotFound(`port ${ident} could not be found`);
+  return row;
+}
+
+export interface NewPort {
+  uuid?: string;
+  address: string;
+  nodeId: number;
+  pxeEnabled?: boolean;
+  physicalNetwork?: string | null;
+  localLinkConnection?: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+}
+
+export async function createPort(store: Store, port: NewPort): Promise<PortRow> {
+  const uuid = (port.uuid ?? randomUUID()).toLowerCase();
+  try {
+    await store.db
+      .insertInto('ports')
+      .values({
+        uuid,
+        address: normalizeMac(port.address),
+        node_id: port.nodeId,
+        pxe_enabled: port.pxeEnabled ?? true,
+        physical_network: port.physicalNetwork ?? null,
+        local_link_connection: JSON.stringify(port.localLinkConnection ?? {}),
+        extra: JSON.stringify(port.extra ?? {}),
+        created_at: store.sqlNow(),
+        updated_at: store.sqlNow(),
+      })
+      .execute();
+  } catch (err) {
+    throw uniqueViolation(err, [
+      ['address', `a port with MAC address ${normalizeMac(port.address)} already exists`],
+      ['uuid', `a port with uuid ${uuid} already exists`],
+    ]);
+  }
+  return getPort(store, uuid);
+}
+
+export async function deletePort(store: Store, uuid: string): Promise<void> {
+  const res = await store.db.deleteFrom('ports').where('uuid', '=', uuid).executeTakeFirst();
+  if (Number(res.numDeletedRows) === 0) throw new NotFound(`port ${uuid} could not be found`);
+}
+
