@@ -6,6 +6,9 @@
  * ignored, which is the cure for the sorcerer's apprentice syndrome (RFC 1123 §4.2.3.1). With
  * windowsize (RFC 7440) an ACK of block k starts the next window at k+1, which both slides a fully
  * acknowledged window and resends the tail of a partly received one.
+ *
+ * The socket is connected to the peer, so the kernel drops datagrams from any other address or
+ * port: a stray packet cannot disturb the transfer (RFC 1350 would also answer it with error 5).
  */
 import type { Socket } from 'node:dgram';
 import type { TransferParameters } from './options.js';
@@ -33,10 +36,13 @@ export class TftpSession {
   private readonly windowsize: number;
   private readonly retries: number;
   private readonly onEnd: (outcome: SessionOutcome) => void;
+  /** Packet buffers: the window plus one block prepared ahead; block b lives in slot b % slots.length. */
   private readonly slots: Buffer[];
-  private readonly slotLen: number[];
+  /** What is sent for each slot: the whole buffer, or a view of it for the short last block. */
+  private readonly views: Buffer[];
+  private readonly timeoutMs: number;
   private readonly oack: Buffer | null;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
 
   /** Waiting for ACK 0 of the OACK rather than for data ACKs. */
   private awaitingOack: boolean;
@@ -54,6 +60,8 @@ export class TftpSession {
   private last = -1;
   private bytes = 0;
   private retriesLeft: number;
+  /** When the peer last made progress; checked when the timer fires rather than re-arming per ACK. */
+  private lastProgress = performance.now();
   private waitingForSource = false;
   private ended = false;
 
@@ -65,13 +73,14 @@ export class TftpSession {
     this.retries = options.retries;
     this.retriesLeft = options.retries;
     this.onEnd = options.onEnd;
-    this.slots = Array.from({ length: this.windowsize }, () => Buffer.allocUnsafe(DATA_HEADER + this.blksize));
-    this.slotLen = new Array<number>(this.windowsize).fill(0);
+    this.slots = Array.from({ length: this.windowsize + 1 }, () => Buffer.allocUnsafe(DATA_HEADER + this.blksize));
+    this.views = [...this.slots];
+    this.timeoutMs = options.params.timeoutMs;
     this.oack = options.params.oack.size > 0 ? encodeOack(options.params.oack) : null;
     this.awaitingOack = this.oack !== null;
     this.socket.on('message', (msg: Buffer) => this.onMessage(msg));
     this.socket.on('error', (err: Error) => this.fail(`socket error: ${err.message}`));
-    this.timer = setTimeout(() => this.onTimeout(), options.params.timeoutMs);
+    this.timer = setTimeout(() => this.onTimer(), this.timeoutMs);
   }
 
   /** Sends the OACK, or the first window when no option was acknowledged. */
@@ -122,31 +131,38 @@ export class TftpSession {
     this.progress();
   }
 
-  /** Sends blocks from `next` up to the end of the window, filling slots from the source. */
+  /**
+   * Sends blocks from `next` up to the end of the window, filling slots from the source, then
+   * prepares the block after the window while the peer is busy, so that its ACK is answered with
+   * a send and nothing else (what lock-step throughput depends on).
+   */
   private drain(): void {
     const windowEnd = this.acked + this.windowsize;
+    const slots = this.slots.length;
     while (this.next <= windowEnd && (this.last < 0 || this.next <= this.last)) {
       const block = this.next;
       if (block > this.filled && !this.fill(block)) {
         this.waitForSource();
         return;
       }
-      const slot = block % this.windowsize;
-      this.socket.send(this.slots[slot]!, 0, this.slotLen[slot]!);
+      this.socket.send(this.views[block % slots]!);
       if (block > this.sent) this.sent = block;
       this.next = block + 1;
     }
+    if (this.filled === windowEnd && this.last < 0 && !this.fill(windowEnd + 1)) this.waitForSource();
   }
 
   /** Completes block `filled + 1` from buffered bytes; false when the source must be awaited. */
   private fill(block: number): boolean {
-    const slot = block % this.windowsize;
+    const slot = block % this.slots.length;
     const packet = this.slots[slot]!;
     if (this.partial === 0) writeDataHeader(packet, block & 0xffff);
     this.partial += this.source.take(packet, DATA_HEADER + this.partial, this.blksize - this.partial);
     if (this.partial < this.blksize && !this.source.done) return false;
-    if (this.partial < this.blksize) this.last = block;
-    this.slotLen[slot] = DATA_HEADER + this.partial;
+    if (this.partial < this.blksize) {
+      this.last = block;
+      this.views[slot] = packet.subarray(0, DATA_HEADER + this.partial);
+    }
     this.bytes += this.partial;
     this.partial = 0;
     this.filled = block;
@@ -168,21 +184,32 @@ export class TftpSession {
     );
   }
 
-  /** Progress resets the retry budget and restarts the retransmission timer. */
+  /** Progress resets the retry budget and, in effect, the retransmission timer. */
   private progress(): void {
     this.retriesLeft = this.retries;
-    this.timer.refresh();
+    this.lastProgress = performance.now();
+  }
+
+  /** The timer runs from the last progress: re-arm for the rest of the period, or time out. */
+  private onTimer(): void {
+    if (this.ended) return;
+    const idle = performance.now() - this.lastProgress;
+    if (idle < this.timeoutMs - 1) {
+      this.timer = setTimeout(() => this.onTimer(), this.timeoutMs - idle);
+      return;
+    }
+    this.onTimeout();
   }
 
   private onTimeout(): void {
-    if (this.ended) return;
     if (this.retriesLeft <= 0) {
       this.sendError(ERROR_CODES.NOT_DEFINED, 'transfer timed out');
       this.fail('timed out waiting for an acknowledgement');
       return;
     }
     this.retriesLeft -= 1;
-    this.timer.refresh();
+    this.lastProgress = performance.now();
+    this.timer = setTimeout(() => this.onTimer(), this.timeoutMs);
     if (this.awaitingOack && this.oack) {
       this.socket.send(this.oack);
       return;

@@ -62,6 +62,20 @@ describe('curl', () => {
   });
 });
 
+describe('IPv6', () => {
+  it('serves on [::1] to curl', async () => {
+    const v6 = await startFixture({ address: '[::1]:0' });
+    try {
+      expect(v6.server.address().host).toBe('::1');
+      const res = await runClient('curl', ['-sS', '--fail', `tftp://[::1]:${v6.port}/${MAC_LINK}`]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stdout.toString()).toBe(CONFIG);
+    } finally {
+      await v6.cleanup();
+    }
+  });
+});
+
 describe('tftp-hpa client', () => {
   it('fetches the kernel in binary mode and the per-MAC config', async () => {
     const dest = path.join(fx.dir, 'hpa-kernel');
