@@ -22,7 +22,7 @@ import type { Fetch } from './tftp-peers.js';
 
 const args = process.argv.slice(2);
 const asJson = args.includes('--json');
-const RUNS = Number(option('--runs') ?? 3);
+const RUNS = Number(option('--runs') ?? 5);
 const MIB = Number(option('--mib') ?? 64);
 const CONCURRENT = 100;
 const BLKSIZE = 1468;
@@ -90,7 +90,9 @@ async function main(): Promise<void> {
     const mbps: Record<string, number> = {};
     for (const c of cases) {
       mbps[c.id] = round(big.length / 1e6 / median(c.seconds));
-      say(`  ${c.server.padEnd(9)} ${c.fetch.client.padEnd(5)} ${c.fetch.windowsize ? `windowsize ${c.fetch.windowsize}` : 'lock-step    '}  ${mbps[c.id]!.toFixed(1).padStart(6)} MB/s  (${c.seconds.map((s) => s.toFixed(2)).join(', ')} s)`);
+      const how = c.fetch.windowsize ? `windowsize ${c.fetch.windowsize}` : 'lock-step    ';
+      const times = c.seconds.map((s) => s.toFixed(2)).join(', ');
+      say(`  ${c.server.padEnd(9)} ${c.fetch.client.padEnd(5)} ${how}  ${mbps[c.id]!.toFixed(1).padStart(6)} MB/s  (${times} s)`);
     }
     const ratioAtftp = mbps.ironring_atftp! / mbps.tftpd_hpa_atftp!;
     const ratioCurl = mbps.ironring_curl! / mbps.tftpd_hpa_curl!;

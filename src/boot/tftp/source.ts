@@ -40,7 +40,7 @@ export class OctetSource implements ByteSource {
     size: number,
   ) {
     // Small files (configs) get a buffer their size, not a full chunk; +1 sees the end in one read.
-    const chunk = Math.min(CHUNK, size + 1);
+    const chunk = Math.min(CHUNK, Math.max(size + 1, 4096));
     this.bufs = [Buffer.allocUnsafe(chunk), Buffer.allocUnsafe(chunk)];
     this.readAhead();
   }
