@@ -4,7 +4,7 @@
  * picks status codes for errors.
  */
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { IronringError } from '../common/errors.js';
+import { IronringError } from './errors.js';
 
 /** The Ironic error body: `error_message` holds a JSON *string*, as the stock client expects. */
 export function errorBody(status: number, message: string): { error_message: string } {

@@ -17,12 +17,15 @@ import type { ConductorRegistration } from '../cluster/membership.js';
 import { releaseReservationsOf } from '../cluster/reservations.js';
 import { conductorRingOptions } from '../cluster/ring-options.js';
 import { TaskTracker } from '../cluster/task.js';
+import { installErrorHandling } from '../common/http-errors.js';
 import { listenFastify } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
+import { NodeOperations } from './node-operations.js';
+import { rpcRoutes } from './rpc.js';
 
 export interface ConductorDeps {
   store: Store;
@@ -50,6 +53,7 @@ export class Conductor {
   readonly view: ClusterView;
   readonly tracker = new TaskTracker();
   readonly drivers: DriverRegistry;
+  readonly operations: NodeOperations;
   private conductorId: number | undefined;
   private rpc: FastifyInstance | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -66,6 +70,14 @@ export class Conductor {
     this.group = config.conductor.conductor_group;
     this.log = deps.logger.child({ component: 'conductor', host: this.hostname });
     this.drivers = deps.drivers ?? createDriverRegistry();
+    this.operations = new NodeOperations({
+      store: deps.store,
+      host: this.hostname,
+      tracker: this.tracker,
+      drivers: this.drivers,
+      logger: this.log,
+      retry: { attempts: config.conductor.node_locked_retry_attempts, intervalMs: config.conductor.node_locked_retry_interval * 1000 },
+    });
     this.view = new ClusterView(deps.store, {
       heartbeatTimeout: config.conductor.heartbeat_timeout,
       ring: conductorRingOptions(config.conductor),
@@ -190,8 +202,10 @@ export class Conductor {
   }
 
   private buildRpc(): FastifyInstance {
-    const app = Fastify({ loggerInstance: this.log.child({ component: 'rpc' }) as FastifyBaseLogger, disableRequestLogging: true });
+    const app = Fastify({ loggerInstance: this.log.child({ component: 'rpc' }) as FastifyBaseLogger, disableRequestLogging: true, bodyLimit: 1024 * 1024 });
+    installErrorHandling(app);
     app.get('/v1/status', async () => this.status());
+    rpcRoutes(app, this.operations);
     return app;
   }
 }

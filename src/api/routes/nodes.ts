@@ -27,13 +27,23 @@ export interface NodeRouteOptions {
 
 type ListQuery = Record<string, string | undefined>;
 
-export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): void {
-  const { store, config } = options;
-
-  async function viewContext(request: FastifyRequest): Promise<NodeViewContext> {
+/** Builds the view context of a request: base URL, microversion and the live owner of each node. */
+function viewContextFor(store: Store, config: Config) {
+  return async (request: FastifyRequest): Promise<NodeViewContext> => {
     const lookup = await ownerLookup(store, { heartbeatTimeout: config.conductor.heartbeat_timeout, ring: conductorRingOptions(config.conductor) });
     return { base: baseUrl(request, config.api.public_endpoint), version: request.apiVersion, conductorOf: lookup.owner };
-  }
+  };
+}
+
+/** Renders one node in full for a request (used after changes too). */
+export function nodeView(store: Store, config: Config) {
+  const viewContext = viewContextFor(store, config);
+  return async (request: FastifyRequest, node: NodeRow) => renderNode(node, await viewContext(request));
+}
+
+export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): void {
+  const { store, config } = options;
+  const viewContext = viewContextFor(store, config);
 
   async function list(request: FastifyRequest<{ Querystring: ListQuery }>, forceDetail: boolean) {
     const q = request.query;

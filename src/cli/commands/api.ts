@@ -15,6 +15,7 @@ export function apiCommand(): Command {
     .addOption(new Option('--database <url>', 'database URL (overrides [database] url)'))
     .action(async (_opts: unknown, command: Command) => {
       const { config, logger } = commandContext(command, { apiAddress: 'api.address', database: 'database.url' });
+      const stopSignal = waitForStopSignal(() => process.exit(130));
       const { openDatabase } = await import('../../db/connect.js');
       const { requireSchema } = await import('../../db/migrate.js');
       const { buildApi, listenApi } = await import('../../api/server.js');
@@ -29,7 +30,7 @@ export function apiCommand(): Command {
         const app = buildApi({ store, config, logger });
         const url = await listenApi(app, config.api.address);
         process.stdout.write(`ironring API serving ${store.displayUrl} at ${url}/v1\n`);
-        await waitForStopSignal(() => process.exit(130));
+        await stopSignal;
         await app.close();
       } finally {
         await store.close();

@@ -40,6 +40,10 @@ export function conductorCommand(): Command {
         database: 'database.url',
         rpcAddress: 'conductor.rpc_address',
       });
+      const stopSignal = waitForStopSignal(() => {
+        logger.warn('second signal: exiting now');
+        process.exit(130);
+      });
       const { openDatabase } = await import('../../db/connect.js');
       const { requireSchema } = await import('../../db/migrate.js');
       const { Conductor } = await import('../../conductor/conductor.js');
@@ -56,10 +60,7 @@ export function conductorCommand(): Command {
         process.stdout.write(
           `conductor ${running.hostname} is up (id ${running.id}, group ${JSON.stringify(running.group)}, ring version ${running.view.version}); RPC at ${running.rpcUrl}\n`,
         );
-        await waitForStopSignal(() => {
-          logger.warn('second signal: exiting now');
-          process.exit(130);
-        });
+        await stopSignal;
         await running.stop();
       } finally {
         await store.close();

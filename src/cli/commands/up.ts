@@ -29,6 +29,11 @@ export function upCommand(): Command {
         rpcAddress: 'conductor.rpc_address',
         host: 'DEFAULT.host',
       });
+      // Listen for the stop signal before anything starts, so an early Ctrl+C still stops cleanly.
+      const stopSignal = waitForStopSignal(() => {
+        logger.warn('second signal: exiting now');
+        process.exit(130);
+      });
       // Loaded on use so that `--help` and other commands start fast.
       const { startAllInOne } = await import('../../up/all-in-one.js');
       const services = await startAllInOne(config, logger);
@@ -44,10 +49,7 @@ export function upCommand(): Command {
           '',
         ].join('\n'),
       );
-      await waitForStopSignal(() => {
-        logger.warn('second signal: exiting now');
-        process.exit(130);
-      });
+      await stopSignal;
       logger.info('stopping');
       await services.stop();
     });

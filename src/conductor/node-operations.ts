@@ -1,0 +1,243 @@
+/**
+ * What a conductor does to a node on request: update (JSON Patch), delete, provision actions, power,
+ * boot device, maintenance. Every change holds the node's lock through one task; long work (deploy,
+ * clean, power changes) runs in the background after the request is accepted, as in Ironic, and the
+ * lock is held until it ends.
+ */
+import type { Logger } from '../common/logger.js';
+import { Conflict, InvalidParameter } from '../common/errors.js';
+import { acquireTask, withTask } from '../cluster/task.js';
+import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
+import type { Store } from '../db/connect.js';
+import type { DriverRegistry } from '../drivers/index.js';
+import { BOOT_DEVICES } from '../drivers/index.js';
+import type { BootDevice } from '../drivers/index.js';
+import { applyNodePatch } from '../nodes/node-patch.js';
+import type { PatchOperation } from '../nodes/node-patch.js';
+import type { NodeRow } from '../nodes/node-store.js';
+import { applyAction, finishEvent, transition } from '../nodes/state-machine.js';
+import type { ProvisionStatus } from '../nodes/state-machine.js';
+import { isPowerAction } from '../nodes/states.js';
+import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
+
+/** The events a conductor fires when a state's work ends. */
+type StepEvent = 'done' | 'wait' | 'fail' | 'manage' | 'clean';
+
+/** Provision states from which a node may be deleted (Ironic's rule). */
+export const DELETE_ALLOWED_STATES: readonly string[] = ['available', 'manageable', 'enroll', 'adopt failed'];
+
+export interface NodeOperationsDeps {
+  store: Store;
+  host: string;
+  tracker: TaskTracker;
+  drivers: DriverRegistry;
+  logger: Logger;
+  retry: { attempts: number; intervalMs: number };
+}
+
+export class NodeOperations {
+  /** Background work in flight, so tests and shutdown can wait for it. */
+  readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly deps: NodeOperationsDeps) {}
+
+  private lock(uuid: string, purpose: string): Promise<NodeTask> {
+    const { store, host, tracker, retry } = this.deps;
+    return acquireTask(store, uuid, { host, tracker, purpose, retry });
+  }
+
+  private background(task: NodeTask, work: () => Promise<void>): void {
+    const run = work()
+      .catch((err: unknown) => this.deps.logger.error({ node: task.node.uuid, err: (err as Error).message }, 'background node work failed'))
+      .finally(() => task.release().catch(() => undefined));
+    const tracked = run.then(() => undefined);
+    this.running.add(tracked);
+    void tracked.finally(() => this.running.delete(tracked));
+  }
+
+  private async ports(nodeId: number) {
+    const rows = await this.deps.store.db.selectFrom('ports').select(['address', 'pxe_enabled']).where('node_id', '=', nodeId).orderBy('id').execute();
+    return rows.map((p) => ({ address: p.address, pxeEnabled: p.pxe_enabled }));
+  }
+
+  private async driverTask(task: NodeTask) {
+    return this.deps.drivers.bind({ node: task.node, ports: await this.ports(task.node.id), logger: this.deps.logger.child({ node: task.node.uuid }) });
+  }
+
+  /** Applies a JSON Patch; returns the updated node. */
+  async update(uuid: string, ops: readonly PatchOperation[]): Promise<NodeRow> {
+    return withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'update', retry: this.deps.retry }, async (task) => {
+      const changes = applyNodePatch(task.node, ops);
+      const driver = changes.driver ?? task.node.driver;
+      const requested: Record<string, string | null | undefined> = {};
+      for (const [key, value] of Object.entries(task.node)) if (key.endsWith('_interface')) requested[key] = value as string | null;
+      for (const [key, value] of Object.entries(changes)) if (key.endsWith('_interface')) requested[key] = value as string | null;
+      // A new driver resets the interfaces it does not offer to its defaults, as Ironic does.
+      const resolved = changes.driver !== undefined && changes.driver !== task.node.driver
+        ? this.deps.drivers.validateInterfaces(driver, Object.fromEntries(Object.entries(changes).filter(([k]) => k.endsWith('_interface'))) as Record<string, string | null>)
+        : this.deps.drivers.validateInterfaces(driver, requested);
+      if (changes.instance_uuid !== undefined && task.node.instance_uuid !== null && changes.instance_uuid !== null && changes.instance_uuid !== task.node.instance_uuid) {
+        throw new Conflict(`node ${task.node.uuid} is already associated with instance ${task.node.instance_uuid}`);
+      }
+      try {
+        return await task.update({ ...changes, ...resolved } as NodePatch);
+      } catch (err) {
+        const text = String((err as Error).message);
+        if (/unique|duplicate/i.test(text)) {
+          if (/name/.test(text + String((err as { detail?: string }).detail ?? ''))) throw new Conflict(`a node named ${JSON.stringify(changes.name)} already exists`);
+          throw new Conflict(`instance ${changes.instance_uuid} is already associated with another node`);
+        }
+        throw err;
+      }
+    });
+  }
+
+  /** Deletes a node in a deletable state. */
+  async destroy(uuid: string): Promise<void> {
+    await withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'delete', retry: this.deps.retry }, async (task) => {
+      const { node } = task;
+      if (node.instance_uuid !== null) throw new Conflict(`node ${node.uuid} is associated with instance ${node.instance_uuid}; undeploy it first`);
+      if (!DELETE_ALLOWED_STATES.includes(node.provision_state)) {
+        throw new Conflict(`node ${node.uuid} cannot be deleted in provision state "${node.provision_state}"; allowed in: ${DELETE_ALLOWED_STATES.join(', ')}`);
+      }
+      await this.deps.store.db.deleteFrom('nodes').where('id', '=', node.id).where('reservation', '=', this.deps.host).execute();
+    });
+  }
+
+  /** Starts a provision action; resolves once the node is in its first intermediate state. */
+  async provision(uuid: string, action: ProvisionAction, options: { configdrive?: unknown } = {}): Promise<void> {
+    const task = await this.lock(uuid, `provision ${action}`);
+    try {
+      const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
+      const next = applyAction(status, action);
+      const instanceInfo = options.configdrive !== undefined ? { ...task.node.instance_info, configdrive: options.configdrive } : undefined;
+      await task.update({
+        provision_state: next.state,
+        target_provision_state: next.target,
+        provision_updated_at: new Date(),
+        last_error: null,
+        ...(instanceInfo ? { instance_info: instanceInfo } : {}),
+      });
+      await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `${action}: ${status.state} → ${next.state}` });
+    } catch (err) {
+      await task.release();
+      throw err;
+    }
+    this.background(task, () => this.drive(task));
+  }
+
+  /**
+   * Moves a node through intermediate states until it rests: each state's work is done by the
+   * driver, then `done`, `wait` or `fail` moves it on.
+   */
+  private async drive(task: NodeTask): Promise<void> {
+    for (let steps = 0; steps < 10; steps++) {
+      const node = task.node;
+      const status: ProvisionStatus = { state: node.provision_state as ProvisionState, target: node.target_provision_state as StableState | null };
+      let event: StepEvent | null;
+      let error: string | null = null;
+      try {
+        event = await this.work(task, status);
+      } catch (err) {
+        event = 'fail';
+        error = (err as Error).message;
+      }
+      if (event === null) return;
+      // A step the table refuses is a bug in this file, not the node's fault: fail loudly.
+      const next = transition(status, event);
+      await task.update({
+        provision_state: next.state,
+        target_provision_state: next.target,
+        provision_updated_at: new Date(),
+        ...(error !== null ? { last_error: error } : {}),
+        ...(next.state === 'available' && status.state === 'cleaning' && status.target === 'available' ? { instance_uuid: null, instance_info: {} } : {}),
+      });
+      await task.recordHistory({
+        eventType: 'provisioning',
+        severity: event === 'fail' ? 'ERROR' : 'INFO',
+        event: `${status.state} → ${next.state}${error !== null ? `: ${error}` : ''}`,
+      });
+      if (event === 'wait' || event === 'fail') return;
+    }
+  }
+
+  /** The driver work of one intermediate state; null for a state that rests. */
+  private async work(task: NodeTask, status: ProvisionStatus): Promise<StepEvent | null> {
+    const driverTask = await this.driverTask(task);
+    const { driver } = driverTask;
+    switch (status.state) {
+      case 'verifying':
+        await driver.power.validate(driverTask);
+        await driver.management.validate(driverTask);
+        return 'done';
+      case 'cleaning':
+        // Automated cleaning steps come later; a fake or ramdisk node is clean at once.
+        return finishEvent(status);
+      case 'inspecting':
+      case 'adopting':
+      case 'rescuing':
+      case 'unrescuing':
+        return 'done';
+      case 'deploying': {
+        await driver.deploy.validate(driverTask);
+        await driver.deploy.prepare(driverTask);
+        return driver.deploy.deploy(driverTask);
+      }
+      case 'deleting':
+        // Tear-down ends in cleaning, as in Ironic: the node is cleaned before it is available again.
+        await driver.deploy.tearDown(driverTask);
+        await driver.deploy.cleanUp(driverTask);
+        return 'clean';
+      default:
+        return null;
+    }
+  }
+
+  /** Starts a power action (`power on`, `power off`, `rebooting`…); resolves once accepted. */
+  async power(uuid: string, target: string, timeout?: number): Promise<void> {
+    if (!isPowerAction(target)) throw new InvalidParameter(`target: ${JSON.stringify(target)} is not a power action; use power on, power off or rebooting`);
+    const task = await this.lock(uuid, `power ${target}`);
+    try {
+      if (task.node.target_power_state !== null) throw new Conflict(`node ${task.node.uuid} is already changing power state to ${task.node.target_power_state}`);
+      const final = target === 'power off' || target === 'soft power off' ? 'power off' : 'power on';
+      await task.update({ target_power_state: final, last_error: null });
+    } catch (err) {
+      await task.release();
+      throw err;
+    }
+    this.background(task, async () => {
+      const driverTask = await this.driverTask(task);
+      try {
+        if (target === 'rebooting' || target === 'soft rebooting') await driverTask.driver.power.reboot(driverTask, timeout);
+        else await driverTask.driver.power.setPowerState(driverTask, target === 'soft power off' ? 'power off' : (target as 'power on' | 'power off'), timeout);
+        const state = await driverTask.driver.power.getPowerState(driverTask);
+        await task.update({ power_state: state, target_power_state: null });
+        await task.recordHistory({ eventType: 'power', severity: 'INFO', event: `${target}: now ${state}` });
+      } catch (err) {
+        await task.update({ target_power_state: null, last_error: (err as Error).message });
+        await task.recordHistory({ eventType: 'power', severity: 'ERROR', event: `${target} failed: ${(err as Error).message}` });
+      }
+    });
+  }
+
+  async setBootDevice(uuid: string, device: string, persistent: boolean): Promise<void> {
+    if (!(BOOT_DEVICES as readonly string[]).includes(device)) throw new InvalidParameter(`boot_device: ${JSON.stringify(device)} is not one of ${BOOT_DEVICES.join(', ')}`);
+    await withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'boot device', retry: this.deps.retry }, async (task) => {
+      const driverTask = await this.driverTask(task);
+      await driverTask.driver.management.setBootDevice(driverTask, device as BootDevice, persistent);
+    });
+  }
+
+  async getBootDevice(uuid: string): Promise<{ boot_device: string | null; persistent: boolean | null }> {
+    return withTask(this.deps.store, uuid, { host: this.deps.host, shared: true }, async (task) => {
+      const driverTask = await this.driverTask(task);
+      return driverTask.driver.management.getBootDevice(driverTask);
+    });
+  }
+
+  async setMaintenance(uuid: string, on: boolean, reason: string | null): Promise<void> {
+    await withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'maintenance', retry: this.deps.retry }, async (task) => {
+      await task.update({ maintenance: on, maintenance_reason: on ? reason : null });
+    });
+  }
+}

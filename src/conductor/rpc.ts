@@ -1,0 +1,54 @@
+/**
+ * The conductor's RPC endpoint: what the API asks of the conductor that owns a node. JSON over HTTP
+ * at the `rpc_url` the conductor publishes; errors travel in the API's error format with their
+ * status, so the API passes them on unchanged (NodeLocked → 409, InvalidStateTransition → 400 …).
+ */
+import type { FastifyInstance } from 'fastify';
+import { InvalidParameter } from '../common/errors.js';
+import { parsePatch } from '../nodes/node-patch.js';
+import { isProvisionAction } from '../nodes/states.js';
+import type { NodeOperations } from './node-operations.js';
+
+type Params = { Params: { uuid: string } };
+
+export function rpcRoutes(app: FastifyInstance, ops: NodeOperations): void {
+  app.post<Params & { Body: unknown }>('/v1/rpc/nodes/:uuid/update', async (request) => ({ node: await ops.update(request.params.uuid, parsePatch(request.body)) }));
+
+  app.post<Params>('/v1/rpc/nodes/:uuid/destroy', async (request) => {
+    await ops.destroy(request.params.uuid);
+    return { ok: true };
+  });
+
+  app.post<Params & { Body: { target?: unknown; configdrive?: unknown } }>('/v1/rpc/nodes/:uuid/provision', async (request) => {
+    const { target, configdrive } = request.body ?? {};
+    if (!isProvisionAction(target)) throw new InvalidParameter(`target: ${JSON.stringify(target)} is not a provision action`);
+    await ops.provision(request.params.uuid, target, configdrive !== undefined ? { configdrive } : {});
+    return { ok: true };
+  });
+
+  app.post<Params & { Body: { target?: unknown; timeout?: unknown } }>('/v1/rpc/nodes/:uuid/power', async (request) => {
+    const { target, timeout } = request.body ?? {};
+    if (typeof target !== 'string') throw new InvalidParameter('target: required, a power action');
+    if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1)) throw new InvalidParameter('timeout: expected a positive integer (seconds)');
+    await ops.power(request.params.uuid, target, timeout as number | undefined);
+    return { ok: true };
+  });
+
+  app.post<Params & { Body: { boot_device?: unknown; persistent?: unknown } }>('/v1/rpc/nodes/:uuid/boot_device', async (request) => {
+    const { boot_device: device, persistent } = request.body ?? {};
+    if (typeof device !== 'string') throw new InvalidParameter('boot_device: required');
+    if (persistent !== undefined && typeof persistent !== 'boolean') throw new InvalidParameter('persistent: expected true or false');
+    await ops.setBootDevice(request.params.uuid, device, persistent ?? false);
+    return { ok: true };
+  });
+
+  app.get<Params>('/v1/rpc/nodes/:uuid/boot_device', (request) => ops.getBootDevice(request.params.uuid));
+
+  app.post<Params & { Body: { maintenance?: unknown; reason?: unknown } }>('/v1/rpc/nodes/:uuid/maintenance', async (request) => {
+    const { maintenance, reason } = request.body ?? {};
+    if (typeof maintenance !== 'boolean') throw new InvalidParameter('maintenance: expected true or false');
+    if (reason !== undefined && reason !== null && typeof reason !== 'string') throw new InvalidParameter('reason: expected a string');
+    await ops.setMaintenance(request.params.uuid, maintenance, (reason as string | null | undefined) ?? null);
+    return { ok: true };
+  });
+}
