@@ -24,6 +24,8 @@ import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
+import { startBootServices } from './boot-services.js';
+import type { BootServices } from './boot-services.js';
 import { NodeOperations } from './node-operations.js';
 import { rpcRoutes } from './rpc.js';
 
@@ -31,7 +33,7 @@ export interface ConductorDeps {
   store: Store;
   config: Config;
   logger: Logger;
-  /** The hardware types this conductor runs; the built-in catalogue by default. */
+  /** The hardware types this conductor runs; by default the built-in catalogue on this conductor's boot environment. */
   drivers?: DriverRegistry;
 }
 
@@ -52,8 +54,9 @@ export class Conductor {
   readonly group: string;
   readonly view: ClusterView;
   readonly tracker = new TaskTracker();
-  readonly drivers: DriverRegistry;
-  readonly operations: NodeOperations;
+  drivers: DriverRegistry;
+  operations: NodeOperations;
+  private boot: BootServices | undefined;
   private conductorId: number | undefined;
   private rpc: FastifyInstance | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -70,14 +73,7 @@ export class Conductor {
     this.group = config.conductor.conductor_group;
     this.log = deps.logger.child({ component: 'conductor', host: this.hostname });
     this.drivers = deps.drivers ?? createDriverRegistry();
-    this.operations = new NodeOperations({
-      store: deps.store,
-      host: this.hostname,
-      tracker: this.tracker,
-      drivers: this.drivers,
-      logger: this.log,
-      retry: { attempts: config.conductor.node_locked_retry_attempts, intervalMs: config.conductor.node_locked_retry_interval * 1000 },
-    });
+    this.operations = this.buildOperations();
     this.view = new ClusterView(deps.store, {
       heartbeatTimeout: config.conductor.heartbeat_timeout,
       ring: conductorRingOptions(config.conductor),
@@ -85,6 +81,11 @@ export class Conductor {
       pollIntervalMs: deps.store.engine === 'sqlite' ? 500 : 1000,
       logger: this.log,
     });
+  }
+
+  /** Where nodes reach this conductor's boot servers (null when one is off). */
+  get bootEndpoints(): { tftp: string | null; http: string | null } {
+    return { tftp: this.boot?.tftpAddress ?? null, http: this.boot?.httpUrl ?? null };
   }
 
   /** The conductor's row id; stable across restarts. */
@@ -107,7 +108,38 @@ export class Conductor {
     };
   }
 
+  private buildOperations(): NodeOperations {
+    const { config } = this.deps;
+    return new NodeOperations({
+      store: this.deps.store,
+      host: this.hostname,
+      tracker: this.tracker,
+      drivers: this.drivers,
+      logger: this.log,
+      retry: { attempts: config.conductor.node_locked_retry_attempts, intervalMs: config.conductor.node_locked_retry_interval * 1000 },
+    });
+  }
+
   async start(): Promise<void> {
+    const { store, config } = this.deps;
+    this.boot = await startBootServices(config, this.log);
+    if (!this.deps.drivers) {
+      this.drivers = createDriverRegistry({
+        bootEnvironment: this.boot.environment,
+        // Without an HTTP boot server, iPXE cannot fetch its configs: PXE is the default then.
+        ...(this.boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),
+      });
+      this.operations = this.buildOperations();
+    }
+    try {
+      await this.startMembership();
+    } catch (err) {
+      await this.boot.close();
+      throw err;
+    }
+  }
+
+  private async startMembership(): Promise<void> {
     const { store, config } = this.deps;
     this.rpc = this.buildRpc();
     this.rpcUrl = await listenFastify(this.rpc, config.conductor.rpc_address, 'conductor RPC endpoint', '--rpc-address or [conductor] rpc_address');
@@ -125,7 +157,10 @@ export class Conductor {
       throw err;
     }
     this.heartbeatTimer = setInterval(() => void this.beat(), config.conductor.heartbeat_interval * 1000);
-    this.log.info({ id: this.conductorId, group: this.group, rpc: this.rpcUrl, ring_version: this.view.version }, 'conductor started');
+    this.log.info(
+      { id: this.conductorId, group: this.group, rpc: this.rpcUrl, tftp: this.boot?.tftpAddress, http: this.boot?.httpUrl, ring_version: this.view.version },
+      'conductor started',
+    );
   }
 
   private registration(): ConductorRegistration {
@@ -135,6 +170,8 @@ export class Conductor {
       drivers: this.drivers.driverNames(),
       interfaces: this.drivers.registrations(),
       rpcUrl: this.rpcUrl,
+      tftpAddress: this.boot?.tftpAddress ?? null,
+      httpUrl: this.boot?.httpUrl ?? null,
     };
   }
 
@@ -197,6 +234,7 @@ export class Conductor {
     this.unsubscribe?.();
     await this.view.stop();
     await this.rpc?.close();
+    await this.boot?.close();
     this.state = 'stopped';
     this.log.info('conductor stopped');
   }

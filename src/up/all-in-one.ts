@@ -20,7 +20,7 @@ export interface RunningServices {
   database: string;
   apiUrl: string;
   /** The in-process conductor's host name and RPC endpoint. */
-  conductor: { hostname: string; rpcUrl: string };
+  conductor: { hostname: string; rpcUrl: string; tftp: string | null; http: string | null };
   /** Migrations this start applied, as `set/name`. */
   migrated: string[];
   /** Stops everything started; idempotent. */
@@ -59,7 +59,7 @@ export async function startAllInOne(config: Config, logger: Logger): Promise<Run
       dataDir: config.DEFAULT.data_dir,
       database: store.displayUrl,
       apiUrl,
-      conductor: { hostname: started.hostname, rpcUrl: started.rpcUrl },
+      conductor: { hostname: started.hostname, rpcUrl: started.rpcUrl, ...started.bootEndpoints },
       migrated,
       stop,
     };

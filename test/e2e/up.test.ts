@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -25,7 +26,10 @@ afterEach(async () => {
 });
 
 async function startUp(args: string[]): Promise<{ proc: CliProcess; base: string }> {
-  const proc = startCli(['up', '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--host', 'aio', ...args], { cwd: dir });
+  const proc = startCli(
+    ['up', '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio', ...args],
+    { cwd: dir },
+  );
   running.push(proc);
   const m = await proc.waitForOutput(/API: +(http:\/\/127\.0\.0\.1:\d+)\/v1/);
   return { proc, base: m[1]! };
@@ -40,6 +44,14 @@ describe('ironring up', () => {
     expect(existsSync(path.join(dataDir, 'ironring.db'))).toBe(true);
 
     expect(proc.stdout()).toMatch(/conductor: +aio \(RPC http:\/\/127\.0\.0\.1:\d+\)/);
+
+    // The conductor's boot servers serve its data directory: TFTP with a real client, HTTP with fetch.
+    const boot = /boot: +TFTP 127\.0\.0\.1:(\d+), HTTP (http:\/\/127\.0\.0\.1:\d+)/.exec(proc.stdout())!;
+    writeFileSync(path.join(dataDir, 'tftpboot', 'hello.txt'), 'hello over tftp\n');
+    writeFileSync(path.join(dataDir, 'httpboot', 'boot.txt'), 'hello over http\n');
+    const tftp = spawnSync('curl', ['-sS', '--max-time', '10', `tftp://127.0.0.1:${boot[1]}/hello.txt`], { encoding: 'utf8' });
+    expect(tftp.stdout).toBe('hello over tftp\n');
+    expect(await (await fetch(`${boot[2]}/boot.txt`)).text()).toBe('hello over http\n');
 
     const v1 = await fetch(`${base}/v1`);
     expect(v1.status).toBe(200);

@@ -1,4 +1,6 @@
 /** Running real `ironring conductor` processes for cluster tests, and reading their state. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, startCli } from './cli.js';
 import type { CliProcess } from './cli.js';
@@ -29,7 +31,8 @@ export interface ConductorOptions {
 }
 
 export async function startConductor(url: string, host: string, options: ConductorOptions = {}): Promise<RunningConductor> {
-  const args = ['conductor', '--host', host, '--database', url, '--rpc-address', '127.0.0.1:0'];
+  const dataDir = mkdtempSync(path.join(tmpdir(), `ironring-${host}-`));
+  const args = ['conductor', '--host', host, '--database', url, '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--data-dir', dataDir];
   if (options.group !== undefined) args.push('--group', options.group);
   const proc = startCli(args, {
     env: {
@@ -42,6 +45,7 @@ export async function startConductor(url: string, host: string, options: Conduct
     },
     nodeArgs: options.skewMs !== undefined ? ['--import', path.join(REPO_ROOT, 'test/helpers/skew-clock.mjs')] : [],
   });
+  void proc.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
   const m = await proc.waitForOutput(/RPC at (http:\/\/\S+)/, 30_000);
   const rpcUrl = m[1]!;
   return {
@@ -68,4 +72,15 @@ export async function waitUntil(check: () => Promise<boolean> | boolean, timeout
 /** The members of the default group's ring as seen by each conductor. */
 export async function ringsSeen(conductors: readonly RunningConductor[]): Promise<string[][]> {
   return Promise.all(conductors.map(async (c) => (await c.status()).rings['']?.slice().sort() ?? []));
+}
+
+/** Environment for an in-process conductor in tests: free ports and a temporary data directory. */
+export function testConductorEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    IRONRING_DATA_DIR: dataDir,
+    IRONRING_CONDUCTOR_RPC_ADDRESS: '127.0.0.1:0',
+    IRONRING_PXE_TFTP_ADDRESS: '127.0.0.1:0',
+    IRONRING_DEPLOY_HTTP_ADDRESS: '127.0.0.1:0',
+    ...extra,
+  };
 }

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApi } from '../../src/api/server.js';
@@ -7,7 +10,7 @@ import { Conductor } from '../../src/conductor/conductor.js';
 import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
-import { waitUntil } from '../helpers/conductors.js';
+import { testConductorEnv, waitUntil } from '../helpers/conductors.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 import type { TestDatabase } from '../helpers/databases.js';
 
@@ -23,13 +26,15 @@ describe.each(engines)('a fake-hardware node through the API and a conductor on 
   let store: Store;
   let app: FastifyInstance;
   let conductor: Conductor;
+  let dataDir: string;
 
   beforeAll(async () => {
     target = await createTestDatabase(engine);
     store = await openDatabase(target.url);
     await migrateDatabase(store);
+    dataDir = mkdtempSync(path.join(tmpdir(), 'ironring-life-'));
     const config = loadConfig({
-      env: { IRONRING_HOST: 'cond-1', IRONRING_CONDUCTOR_RPC_ADDRESS: '127.0.0.1:0', IRONRING_CONDUCTOR_NODE_LOCKED_RETRY_INTERVAL: '0' },
+      env: testConductorEnv(dataDir, { IRONRING_HOST: 'cond-1', IRONRING_CONDUCTOR_NODE_LOCKED_RETRY_INTERVAL: '0' }),
     }).config;
     const logger = createLogger({ level: 'silent', pretty: false });
     conductor = new Conductor({ store, config, logger });
@@ -41,6 +46,7 @@ describe.each(engines)('a fake-hardware node through the API and a conductor on 
     await conductor.stop();
     await store.close();
     await target.drop();
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
   const req = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>

@@ -32,6 +32,9 @@ export function conductorCommand(): Command {
     .addOption(new Option('--group <group>', 'conductor group (overrides [conductor] conductor_group)'))
     .addOption(new Option('--database <url>', 'database URL (overrides [database] url)'))
     .addOption(new Option('--rpc-address <host:port>', 'RPC endpoint address (overrides [conductor] rpc_address; port 0 picks one)'))
+    .addOption(new Option('--tftp-address <host:port>', 'embedded TFTP server address (overrides [pxe] tftp_address)'))
+    .addOption(new Option('--http-address <host:port>', 'embedded HTTP boot server address (overrides [deploy] http_address)'))
+    .addOption(new Option('--data-dir <dir>', 'directory for boot files and the image cache (overrides data_dir)'))
     .addHelpText('after', '\nExample (three conductors on one PostgreSQL database):\n  ironring conductor --host c1 --rpc-address 127.0.0.1:0 --database postgres://ironring@db/ironring')
     .action(async (_opts: unknown, command: Command) => {
       const { config, logger } = commandContext(command, {
@@ -39,6 +42,9 @@ export function conductorCommand(): Command {
         group: 'conductor.conductor_group',
         database: 'database.url',
         rpcAddress: 'conductor.rpc_address',
+        tftpAddress: 'pxe.tftp_address',
+        httpAddress: 'deploy.http_address',
+        dataDir: 'DEFAULT.data_dir',
       });
       const stopSignal = waitForStopSignal(() => {
         logger.warn('second signal: exiting now');
@@ -58,7 +64,8 @@ export function conductorCommand(): Command {
         const running = new Conductor({ store, config, logger });
         await running.start();
         process.stdout.write(
-          `conductor ${running.hostname} is up (id ${running.id}, group ${JSON.stringify(running.group)}, ring version ${running.view.version}); RPC at ${running.rpcUrl}\n`,
+          `conductor ${running.hostname} is up (id ${running.id}, group ${JSON.stringify(running.group)}, ring version ${running.view.version}); ` +
+            `TFTP ${running.bootEndpoints.tftp ?? 'off'}, HTTP boot ${running.bootEndpoints.http ?? 'off'}; RPC at ${running.rpcUrl}\n`,
         );
         await stopSignal;
         await running.stop();

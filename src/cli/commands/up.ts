@@ -15,6 +15,8 @@ export function upCommand(): Command {
     .addOption(new Option('--api-address <host:port>', 'address the API listens on (overrides [api] address)').default(undefined, '127.0.0.1:6385'))
     .addOption(new Option('--database <url>', 'database URL (overrides [database] url); default sqlite under the data dir'))
     .addOption(new Option('--rpc-address <host:port>', 'the conductor\'s RPC endpoint (overrides [conductor] rpc_address)').default(undefined, '127.0.0.1:6386'))
+    .addOption(new Option('--tftp-address <host:port>', 'embedded TFTP server address (overrides [pxe] tftp_address)').default(undefined, '0.0.0.0:69'))
+    .addOption(new Option('--http-address <host:port>', 'embedded HTTP boot server address (overrides [deploy] http_address)').default(undefined, '0.0.0.0:8080'))
     .addOption(new Option('--host <name>', 'the conductor\'s host name (overrides host; default: this machine)'))
     .addHelpText(
       'after',
@@ -28,6 +30,8 @@ export function upCommand(): Command {
         database: 'database.url',
         rpcAddress: 'conductor.rpc_address',
         host: 'DEFAULT.host',
+        tftpAddress: 'pxe.tftp_address',
+        httpAddress: 'deploy.http_address',
       });
       // Listen for the stop signal before anything starts, so an early Ctrl+C still stops cleanly.
       const stopSignal = waitForStopSignal(() => {
@@ -44,6 +48,7 @@ export function upCommand(): Command {
           `  database:       ${services.database}`,
           `  API:            ${services.apiUrl}/v1  (health: ${services.apiUrl}/healthz)`,
           `  conductor:      ${services.conductor.hostname} (RPC ${services.conductor.rpcUrl})`,
+          `  boot:           TFTP ${services.conductor.tftp ?? 'off'}, HTTP ${services.conductor.http ?? 'off'}`,
           `  try:            curl ${services.apiUrl}/v1`,
           'Press Ctrl+C to stop.',
           '',

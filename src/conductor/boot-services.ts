@@ -1,0 +1,78 @@
+/**
+ * A conductor's boot services (DESIGN §6): the boot environment (per-node files, image cache, DHCP
+ * entries) and the embedded TFTP and HTTP boot servers, built from configuration. The addresses
+ * nodes should use are derived here and published in the conductor's row.
+ */
+import { mkdir } from 'node:fs/promises';
+import { networkInterfaces } from 'node:os';
+import { BootEnvironment, startHttpBootServer } from '../boot/index.js';
+import type { HttpBootServer } from '../boot/index.js';
+import { startTftpServer } from '../boot/tftp/index.js';
+import type { TftpServer } from '../boot/tftp/index.js';
+import { splitAddress } from '../common/listen.js';
+import type { Logger } from '../common/logger.js';
+import type { Config } from '../config/options.js';
+
+export interface BootServices {
+  environment: BootEnvironment;
+  /** `host:port` nodes use for TFTP, or null when no TFTP server runs here. */
+  tftpAddress: string | null;
+  /** Base URL nodes use for HTTP boot, or null. */
+  httpUrl: string | null;
+  close(): Promise<void>;
+}
+
+/** The address other machines reach this host by: the bind host, or the first external IPv4 address. */
+export function reachableHost(bindHost: string): string {
+  if (bindHost !== '0.0.0.0' && bindHost !== '::' && bindHost !== '') return bindHost;
+  for (const addresses of Object.values(networkInterfaces())) {
+    for (const a of addresses ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
+
+export async function startBootServices(config: Config, logger: Logger): Promise<BootServices> {
+  const { pxe, deploy, dnsmasq } = config;
+  await Promise.all([mkdir(pxe.tftp_root, { recursive: true }), mkdir(deploy.http_root, { recursive: true }), mkdir(pxe.tftp_master_path, { recursive: true })]);
+  let tftp: TftpServer | undefined;
+  let http: HttpBootServer | undefined;
+  const close = async () => {
+    await Promise.all([tftp?.close(), http?.close()]);
+  };
+  try {
+    let tftpAddress: string | null = null;
+    if (pxe.tftp_server_enabled) {
+      tftp = await startTftpServer({ root: pxe.tftp_root, address: pxe.tftp_address, logger: logger.child({ component: 'tftp' }) });
+      const bound = tftp.address();
+      tftpAddress = `${pxe.tftp_server || reachableHost(bound.host)}:${bound.port}`;
+    } else if (pxe.tftp_server) {
+      tftpAddress = pxe.tftp_server;
+    }
+    let httpUrl: string | null = deploy.http_url || null;
+    if (deploy.http_server_enabled) {
+      http = await startHttpBootServer({ root: deploy.http_root, address: deploy.http_address, logger: logger.child({ component: 'http-boot' }) });
+      if (!httpUrl) {
+        const port = new URL(http.url).port;
+        httpUrl = `http://${reachableHost(splitAddress(deploy.http_address).host)}:${port}`;
+      }
+    }
+    const environment = new BootEnvironment({
+      tftpRoot: pxe.tftp_root,
+      masterPath: pxe.tftp_master_path,
+      httpRoot: deploy.http_root,
+      ...(httpUrl ? { httpUrl } : {}),
+      ...(tftpAddress ? { tftpServer: tftpAddress } : {}),
+      ...(dnsmasq.dhcp_hostsdir && dnsmasq.dhcp_optsdir ? { dhcpHostsDir: dnsmasq.dhcp_hostsdir, dhcpOptsDir: dnsmasq.dhcp_optsdir } : {}),
+      dhcpCleanUp: dnsmasq.dhcp_cleanup,
+      bootFiles: { pxeBios: pxe.pxe_bootfile_name, pxeUefi: pxe.uefi_pxe_bootfile_name, ipxeBios: pxe.ipxe_bootfile_name, ipxeUefi: pxe.uefi_ipxe_bootfile_name },
+      defaultBootInterface: httpUrl ? pxe.default_boot_interface : 'pxe',
+      appendParams: pxe.pxe_append_params,
+      imageCache: { ttlMs: pxe.image_cache_ttl * 60_000, maxBytes: pxe.image_cache_size * 1024 * 1024 },
+      logger: logger.child({ component: 'boot' }),
+    });
+    return { environment, tftpAddress, httpUrl, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
