@@ -121,7 +121,7 @@ export class Conductor {
   }
 
   async start(): Promise<void> {
-    const { store, config } = this.deps;
+    const { config } = this.deps;
     this.boot = await startBootServices(config, this.log);
     if (!this.deps.drivers) {
       this.drivers = createDriverRegistry({
