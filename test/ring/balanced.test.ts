@@ -69,6 +69,15 @@ describe('balanced placement table', () => {
     );
   });
 
+  it('matches the slow reference with 16-bit entries (more than 256 hosts)', () => {
+    const hosts = Array.from({ length: 300 }, (_, i) => ({ name: `h${String(i).padStart(3, '0')}`, weight: 1 + (i % 3) }));
+    const fast = new BalancedPlacement(hosts, 8, 20);
+    const slow = referenceTable(hosts, 8, 20);
+    let mismatches = 0;
+    for (let slot = 0; slot < slow.length; slot++) if (fast.ownerOfSlot(slot) !== slow[slot]) mismatches++;
+    expect(mismatches).toBe(0);
+  });
+
   it('gives each of 100 hosts within 2 % of an even share at the default size', () => {
     const hosts = Array.from({ length: 100 }, (_, i) => ({ name: `conductor-${String(i).padStart(2, '0')}`, weight: 1 }));
     const shares = new BalancedPlacement(hosts, BALANCED_DEFAULT_POINTS).shares();

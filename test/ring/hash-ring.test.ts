@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   DuplicateHostError,
@@ -174,6 +175,29 @@ describe('murmur3', () => {
   it('hashes a non-ASCII string as its UTF-8 bytes', () => {
     expect(murmur3('é-😀', 7)).toBe(murmur3Bytes(Uint8Array.of(0xc3, 0xa9, 0x2d, 0xf0, 0x9f, 0x98, 0x80), 7));
     expect(murmur3('é')).not.toBe(murmur3Bytes(Uint8Array.of(0xe9)));
+  });
+
+  // ASCII keys are hashed from their code units, others by encoding a copy: either way the hash
+  // must be that of the UTF-8 bytes (what another language's MurmurHash3 would see).
+  it('hashes the UTF-8 bytes of any string, ASCII or not', () => {
+    const encoder = new TextEncoder();
+    const text = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.string({ minLength: 10, maxLength: 40, unit: 'grapheme' }),
+      fc.string({ minLength: 14, maxLength: 20, unit: 'binary' }),
+      fc.string({ minLength: 1000, maxLength: 1100 }),
+      fc.uuid(),
+    );
+    fc.assert(
+      fc.property(text, fc.integer(), (input, seed) => {
+        expect(murmur3(input, seed)).toBe(murmur3Bytes(encoder.encode(input), seed));
+      }),
+      { numRuns: 300 },
+    );
+    // Lone surrogates encode as U+FFFD; non-ASCII in the last block or the tail.
+    for (const input of ['\ud800', `${'a'.repeat(20)}\udc00`, `${'x'.repeat(1023)}é`, 'é'.repeat(1025)]) {
+      expect(murmur3(input)).toBe(murmur3Bytes(encoder.encode(input)));
+    }
   });
 });
 
