@@ -4,8 +4,12 @@
  * refuses the request.
  */
 import { Option } from 'commander';
+import type { Command } from 'commander';
 import { IronringError } from '../common/errors.js';
 import type { Config } from '../config/options.js';
+import { commandContext } from './context.js';
+import { formatOption } from './output.js';
+import type { OutputFormat } from './output.js';
 
 /** Thrown when the API cannot be reached or answers with an error. */
 export class ApiRequestFailed extends IronringError {
@@ -24,10 +28,23 @@ export function apiBaseUrl(url: string | undefined, config: Config): string {
 }
 
 /** GETs `path` (JSON) from the API at the latest microversion; throws `ApiRequestFailed`. */
-export async function apiGet<T>(base: string, path: string): Promise<T> {
+export function apiGet<T>(base: string, path: string): Promise<T> {
+  return apiRequest<T>(base, 'GET', path);
+}
+
+/** Sends a request (JSON body) at the latest microversion; resolves to the JSON answer (or `{}`). */
+export async function apiRequest<T>(base: string, method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
-    res = await fetch(`${base}${path}`, { headers: { 'X-OpenStack-Ironic-API-Version': 'latest', Accept: 'application/json' } });
+    res = await fetch(`${base}${path}`, {
+      method,
+      headers: {
+        'X-OpenStack-Ironic-API-Version': 'latest',
+        Accept: 'application/json',
+        ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     const reason = cause?.code === 'ECONNREFUSED' ? 'connection refused' : (cause?.message ?? cause?.code ?? (err as Error).message);
@@ -35,6 +52,7 @@ export async function apiGet<T>(base: string, path: string): Promise<T> {
   }
   const text = await res.text();
   if (!res.ok) throw new ApiRequestFailed(`${res.status} from ${base}${path}: ${errorMessage(text)}`);
+  if (text === '') return {} as T;
   try {
     return JSON.parse(text) as T;
   } catch {
@@ -54,4 +72,15 @@ function errorMessage(body: string): string {
     // not Ironic's format: show it as it is
   }
   return body.trim().slice(0, 300);
+}
+
+/** Adds `--url` and `--format` to a client command. */
+export function withClientOptions(cmd: Command): Command {
+  return cmd.addOption(urlOption()).addOption(formatOption());
+}
+
+/** The API base URL and output format of a client command, from its flags and the configuration. */
+export function clientContext(command: Command): { base: string; format: OutputFormat } {
+  const opts = command.opts<{ url?: string; format?: OutputFormat }>();
+  return { base: apiBaseUrl(opts.url, commandContext(command).config), format: opts.format ?? 'table' };
 }

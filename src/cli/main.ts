@@ -10,6 +10,8 @@ import { apiCommand } from './commands/api.js';
 import { conductorCommand } from './commands/conductor.js';
 import { configCommand } from './commands/config.js';
 import { manageCommand } from './commands/manage.js';
+import { nodeCommand } from './commands/node.js';
+import { portCommand } from './commands/port.js';
 import { ringCommand } from './commands/ring.js';
 import { upCommand } from './commands/up.js';
 import { addGlobalOptions } from './context.js';
@@ -29,6 +31,8 @@ export function buildProgram(): Command {
   program.addCommand(configCommand());
   program.addCommand(apiCommand());
   program.addCommand(conductorCommand());
+  program.addCommand(nodeCommand());
+  program.addCommand(portCommand());
   program.addCommand(ringCommand());
   return program;
 }

@@ -1,0 +1,208 @@
+/**
+ * `ironring node …`: the operator's node commands against a running API — the same operations as
+ * the stock `baremetal node …` client, table output by default and `--format json` for scripts.
+ */
+import { Command, Option } from 'commander';
+import { UsageError } from '../../common/errors.js';
+import { apiRequest, clientContext, withClientOptions } from '../client.js';
+import { emit, renderRecord, renderTable } from '../output.js';
+
+type NodeJson = Record<string, unknown> & { uuid: string; name: string | null; provision_state: string; target_provision_state?: string | null };
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** The command-line flag that fills each JSON field. */
+const FLAG_OF: Record<string, string> = { driver_info: 'driver-info', properties: 'property', extra: 'extra', instance_info: 'instance-info' };
+
+/** Parses repeated `key=value` flags into a JSON Patch under `/field/`; values are JSON when they parse. */
+function keyValues(field: string, pairs: string[] | undefined, op: 'add' | 'remove'): Array<Record<string, unknown>> {
+  return (pairs ?? []).map((pair) => {
+    if (op === 'remove') return { op, path: `/${field}/${pair}` };
+    const i = pair.indexOf('=');
+    if (i <= 0) throw new UsageError(`--${FLAG_OF[field] ?? field}: expected key=value, got ${JSON.stringify(pair)}`);
+    const raw = pair.slice(i + 1);
+    let value: unknown = raw;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      // a plain string
+    }
+    return { op, path: `/${field}/${pair.slice(0, i)}`, value };
+  });
+}
+
+function objectFrom(pairs: string[] | undefined, flag: string): Record<string, unknown> | undefined {
+  if (!pairs) return undefined;
+  return Object.fromEntries(keyValues(flag, pairs, 'add').map((op) => [String(op.path).split('/').slice(2).join('/'), op.value]));
+}
+
+
+
+async function waitFor(base: string, ident: string, done: (n: NodeJson) => boolean, seconds: number): Promise<NodeJson> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const node = await apiRequest<NodeJson>(base, 'GET', `/v1/nodes/${encodeURIComponent(ident)}`);
+    if (done(node)) return node;
+    if (Date.now() > deadline) throw new UsageError(`node ${ident} did not finish within ${seconds} s (now ${node.provision_state})`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const PROVISION: Array<[string, string, string, string]> = [
+  ['manage', 'manage', 'manageable', 'move a node to manageable (verifies its BMC credentials)'],
+  ['provide', 'provide', 'available', 'make a manageable node available for deployment (after cleaning)'],
+  ['deploy', 'active', 'active', 'deploy an available node'],
+  ['undeploy', 'deleted', 'available', 'tear down a deployed node and clean it back to available'],
+  ['clean', 'clean', 'manageable', 'clean a manageable node'],
+  ['abort', 'abort', '', 'abort the operation a waiting node is in'],
+];
+
+export function nodeCommand(): Command {
+  const node = new Command('node').description('manage bare-metal nodes through the API (like `baremetal node`)');
+
+  withClientOptions(node.command('list').description('list nodes'))
+    .addOption(new Option('--provision-state <state>', 'only nodes in this provision state'))
+    .addOption(new Option('--driver <driver>', 'only nodes with this hardware type'))
+    .addOption(new Option('--conductor-group <group>', 'only nodes of this conductor group'))
+    .addOption(new Option('--resource-class <class>', 'only nodes of this resource class'))
+    .addOption(new Option('--maintenance', 'only nodes in maintenance'))
+    .addOption(new Option('--long', 'show more columns'))
+    .action(async (opts: { provisionState?: string; driver?: string; conductorGroup?: string; resourceClass?: string; maintenance?: boolean; long?: boolean }, command: Command) => {
+      const { base, format } = clientContext(command);
+      const params = new URLSearchParams({ detail: 'True' });
+      if (opts.provisionState) params.set('provision_state', opts.provisionState);
+      if (opts.driver) params.set('driver', opts.driver);
+      if (opts.conductorGroup !== undefined) params.set('conductor_group', opts.conductorGroup);
+      if (opts.resourceClass) params.set('resource_class', opts.resourceClass);
+      if (opts.maintenance) params.set('maintenance', 'True');
+      const nodes: NodeJson[] = [];
+      let path: string | undefined = `/v1/nodes?${params.toString()}`;
+      while (path) {
+        const page: { nodes: NodeJson[]; next?: string } = await apiRequest(base, 'GET', path);
+        nodes.push(...page.nodes);
+        path = page.next ? page.next.replace(/^https?:\/\/[^/]+/, '') : undefined;
+      }
+      emit(format, nodes, () =>
+        renderTable(nodes, [
+          { header: 'UUID', value: (n) => n.uuid },
+          { header: 'Name', value: (n) => n.name },
+          { header: 'Instance UUID', value: (n) => n.instance_uuid },
+          { header: 'Power State', value: (n) => n.power_state },
+          { header: 'Provisioning State', value: (n) => n.provision_state },
+          { header: 'Maintenance', value: (n) => n.maintenance },
+          ...(opts.long ? [{ header: 'Driver', value: (n: NodeJson) => n.driver }, { header: 'Conductor', value: (n: NodeJson) => n.conductor }] : []),
+        ]),
+      );
+    });
+
+  withClientOptions(node.command('show').description('show one node').argument('<node>', 'node uuid or name'))
+    .action(async (ident: string, _opts: unknown, command: Command) => {
+      const { base, format } = clientContext(command);
+      const n = await apiRequest<NodeJson>(base, 'GET', `/v1/nodes/${encodeURIComponent(ident)}`);
+      const { links: _l, ports: _p, states: _s, ...shown } = n;
+      emit(format, n, () => renderRecord(shown));
+    });
+
+  withClientOptions(node.command('create').description('enroll a node'))
+    .requiredOption('--driver <driver>', 'hardware type, e.g. ipmi or fake-hardware')
+    .option('--name <name>', 'unique node name')
+    .option('--uuid <uuid>', 'node uuid (default: generated)')
+    .option('--resource-class <class>', 'resource class for scheduling')
+    .option('--conductor-group <group>', 'conductor group')
+    .option('--driver-info <key=value>', 'driver_info entry (repeatable), e.g. ipmi_address=10.0.0.5', collect)
+    .option('--property <key=value>', 'properties entry (repeatable)', collect)
+    .option('--extra <key=value>', 'extra entry (repeatable)', collect)
+    .action(async (opts: { driver: string; name?: string; uuid?: string; resourceClass?: string; conductorGroup?: string; driverInfo?: string[]; property?: string[]; extra?: string[] }, command: Command) => {
+      const { base, format } = clientContext(command);
+      const body: Record<string, unknown> = { driver: opts.driver };
+      if (opts.name !== undefined) body.name = opts.name;
+      if (opts.uuid !== undefined) body.uuid = opts.uuid;
+      if (opts.resourceClass !== undefined) body.resource_class = opts.resourceClass;
+      if (opts.conductorGroup !== undefined) body.conductor_group = opts.conductorGroup;
+      const driverInfo = objectFrom(opts.driverInfo, 'driver_info');
+      if (driverInfo) body.driver_info = driverInfo;
+      const properties = objectFrom(opts.property, 'properties');
+      if (properties) body.properties = properties;
+      const extra = objectFrom(opts.extra, 'extra');
+      if (extra) body.extra = extra;
+      const n = await apiRequest<NodeJson>(base, 'POST', '/v1/nodes', body);
+      emit(format, n, () => renderRecord({ uuid: n.uuid, name: n.name, driver: n.driver, provision_state: n.provision_state }));
+    });
+
+  for (const [verb, op] of [['set', 'add'], ['unset', 'remove']] as const) {
+    withClientOptions(node.command(verb).description(verb === 'set' ? 'change node fields' : 'remove node fields').argument('<node>', 'node uuid or name'))
+      .option('--name' + (verb === 'set' ? ' <name>' : ''), verb === 'set' ? 'new name' : 'remove the name')
+      .option('--resource-class' + (verb === 'set' ? ' <class>' : ''), 'resource class')
+      .option('--conductor-group' + (verb === 'set' ? ' <group>' : ''), 'conductor group')
+      .option(`--driver-info <${verb === 'set' ? 'key=value' : 'key'}>`, 'driver_info entry (repeatable)', collect)
+      .option(`--property <${verb === 'set' ? 'key=value' : 'key'}>`, 'properties entry (repeatable)', collect)
+      .option(`--extra <${verb === 'set' ? 'key=value' : 'key'}>`, 'extra entry (repeatable)', collect)
+      .option(`--instance-info <${verb === 'set' ? 'key=value' : 'key'}>`, 'instance_info entry (repeatable)', collect)
+      .action(async (ident: string, opts: Record<string, string | string[] | boolean | undefined>, command: Command) => {
+        const { base, format } = clientContext(command);
+        const patch: Array<Record<string, unknown>> = [];
+        for (const [flag, field] of [['name', 'name'], ['resourceClass', 'resource_class'], ['conductorGroup', 'conductor_group']] as const) {
+          const v = opts[flag];
+          if (v === undefined) continue;
+          patch.push(op === 'remove' ? { op: 'remove', path: `/${field}` } : { op: 'add', path: `/${field}`, value: v });
+        }
+        for (const [flag, field] of [['driverInfo', 'driver_info'], ['property', 'properties'], ['extra', 'extra'], ['instanceInfo', 'instance_info']] as const) {
+          patch.push(...keyValues(field, opts[flag] as string[] | undefined, op));
+        }
+        if (patch.length === 0) throw new UsageError(`node ${verb}: name at least one field to ${verb === 'set' ? 'change' : 'remove'}`);
+        const n = await apiRequest<NodeJson>(base, 'PATCH', `/v1/nodes/${encodeURIComponent(ident)}`, patch);
+        emit(format, n, () => renderRecord({ uuid: n.uuid, name: n.name, driver_info: n.driver_info, properties: n.properties, extra: n.extra }));
+      });
+  }
+
+  withClientOptions(node.command('delete').description('delete nodes (enroll, manageable or available ones)').argument('<nodes...>', 'node uuids or names'))
+    .action(async (idents: string[], _opts: unknown, command: Command) => {
+      const { base } = clientContext(command);
+      for (const ident of idents) {
+        await apiRequest(base, 'DELETE', `/v1/nodes/${encodeURIComponent(ident)}`);
+        process.stdout.write(`Deleted node ${ident}\n`);
+      }
+    });
+
+  for (const [verb, target, settled, description] of PROVISION) {
+    withClientOptions(node.command(verb).description(description).argument('<node>', 'node uuid or name'))
+      .addOption(new Option('--wait [seconds]', 'wait until the node settles (default 600 s)'))
+      .action(async (ident: string, opts: { wait?: string | boolean }, command: Command) => {
+        const { base, format } = clientContext(command);
+        await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/provision`, { target });
+        if (opts.wait === undefined) return void process.stdout.write(`Requested ${verb} of node ${ident}\n`);
+        const seconds = opts.wait === true ? 600 : Number(opts.wait);
+        if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--wait: expected seconds, got ${JSON.stringify(opts.wait)}`);
+        const n = await waitFor(base, ident, (x) => !x.target_provision_state && (settled === '' || x.provision_state === settled || /failed|error/.test(x.provision_state)), seconds);
+        emit(format, n, () => `node ${ident} is ${n.provision_state}${n.last_error ? ` (${String(n.last_error)})` : ''}`);
+        if (settled !== '' && n.provision_state !== settled) process.exitCode = 1;
+      });
+  }
+
+  withClientOptions(node.command('power').description('power a node on or off, or reboot it').argument('<action>', 'on, off or reboot').argument('<node>', 'node uuid or name'))
+    .action(async (action: string, ident: string, _opts: unknown, command: Command) => {
+      const targets: Record<string, string> = { on: 'power on', off: 'power off', reboot: 'rebooting' };
+      const target = targets[action];
+      if (!target) throw new UsageError(`node power: action must be on, off or reboot, got ${JSON.stringify(action)}`);
+      const { base } = clientContext(command);
+      await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/power`, { target });
+      process.stdout.write(`Requested ${target} of node ${ident}\n`);
+    });
+
+  const boot = node.command('boot-device').description("set or show a node's boot device");
+  withClientOptions(boot.command('set').description('set the boot device').argument('<node>', 'node uuid or name').argument('<device>', 'pxe, disk, cdrom, bios or safe'))
+    .option('--persistent', 'keep it for every boot, not just the next')
+    .action(async (ident: string, device: string, opts: { persistent?: boolean }, command: Command) => {
+      const { base } = clientContext(command);
+      await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/management/boot_device`, { boot_device: device, persistent: opts.persistent ?? false });
+      process.stdout.write(`Set boot device of node ${ident} to ${device}\n`);
+    });
+  withClientOptions(boot.command('show').description('show the boot device').argument('<node>', 'node uuid or name'))
+    .action(async (ident: string, _opts: unknown, command: Command) => {
+      const { base, format } = clientContext(command);
+      const dev = await apiRequest<Record<string, unknown>>(base, 'GET', `/v1/nodes/${encodeURIComponent(ident)}/management/boot_device`);
+      emit(format, dev, () => renderRecord(dev));
+    });
+
+  return node;
+}

@@ -1,0 +1,66 @@
+/** `ironring port …`: a node's NICs (MAC addresses) through the API, like `baremetal port`. */
+import { Command, Option } from 'commander';
+import { apiRequest, clientContext, withClientOptions } from '../client.js';
+import { emit, renderRecord, renderTable } from '../output.js';
+
+type PortJson = Record<string, unknown> & { uuid: string; address: string; node_uuid?: string };
+
+
+
+export function portCommand(): Command {
+  const port = new Command('port').description("manage nodes' ports (NICs) through the API (like `baremetal port`)");
+
+  withClientOptions(port.command('create').description('add a port to a node').argument('<address>', 'MAC address'))
+    .requiredOption('--node <node>', 'node uuid or name')
+    .addOption(new Option('--no-pxe-enabled', 'this NIC does not network-boot'))
+    .action(async (address: string, opts: { node: string; pxeEnabled: boolean }, command: Command) => {
+      const { base, format } = clientContext(command);
+      const node = await apiRequest<{ uuid: string }>(base, 'GET', `/v1/nodes/${encodeURIComponent(opts.node)}`);
+      const p = await apiRequest<PortJson>(base, 'POST', '/v1/ports', { address, node_uuid: node.uuid, pxe_enabled: opts.pxeEnabled });
+      emit(format, p, () => renderRecord({ uuid: p.uuid, address: p.address, node_uuid: p.node_uuid, pxe_enabled: p.pxe_enabled }));
+    });
+
+  withClientOptions(port.command('list').description('list ports'))
+    .option('--node <node>', 'only ports of this node')
+    .option('--address <mac>', 'only the port with this MAC address')
+    .action(async (opts: { node?: string; address?: string }, command: Command) => {
+      const { base, format } = clientContext(command);
+      const params = new URLSearchParams({ detail: 'True' });
+      if (opts.node) params.set('node', opts.node);
+      if (opts.address) params.set('address', opts.address);
+      const ports: PortJson[] = [];
+      let path: string | undefined = `/v1/ports?${params.toString()}`;
+      while (path) {
+        const page: { ports: PortJson[]; next?: string } = await apiRequest(base, 'GET', path);
+        ports.push(...page.ports);
+        path = page.next ? page.next.replace(/^https?:\/\/[^/]+/, '') : undefined;
+      }
+      emit(format, ports, () =>
+        renderTable(ports, [
+          { header: 'UUID', value: (p) => p.uuid },
+          { header: 'Address', value: (p) => p.address },
+          { header: 'Node UUID', value: (p) => p.node_uuid },
+          { header: 'PXE', value: (p) => p.pxe_enabled },
+        ]),
+      );
+    });
+
+  withClientOptions(port.command('show').description('show one port').argument('<port>', 'port uuid or MAC address'))
+    .action(async (ident: string, _opts: unknown, command: Command) => {
+      const { base, format } = clientContext(command);
+      const p = await apiRequest<PortJson>(base, 'GET', `/v1/ports/${encodeURIComponent(ident)}`);
+      const { links: _links, ...shown } = p;
+      emit(format, p, () => renderRecord(shown));
+    });
+
+  withClientOptions(port.command('delete').description('delete ports').argument('<ports...>', 'port uuids or MAC addresses'))
+    .action(async (idents: string[], _opts: unknown, command: Command) => {
+      const { base } = clientContext(command);
+      for (const ident of idents) {
+        await apiRequest(base, 'DELETE', `/v1/ports/${encodeURIComponent(ident)}`);
+        process.stdout.write(`Deleted port ${ident}\n`);
+      }
+    });
+
+  return port;
+}
