@@ -41,10 +41,34 @@ export interface PlacementOptions {
   node?: string;
 }
 
+/**
+ * Rings built recently, by options and members: membership changes rarely while every API request
+ * needs the rings, and a balanced ring takes milliseconds to build.
+ */
+const ringCache = new Map<string, HashRing>();
+const RING_CACHE_SIZE = 32;
+
+/** The ring for these members, built once per distinct member set. */
+export function cachedRing(members: ReadonlyArray<{ name: string; weight: number }>, options: HashRingOptions): HashRing {
+  const key = `${options.mode ?? ''}/${options.partitions ?? ''}/${members.map((m) => `${m.name}*${m.weight}`).sort().join(',')}`;
+  let ring = ringCache.get(key);
+  if (ring === undefined) {
+    ring = new HashRing(members, options);
+    if (ringCache.size >= RING_CACHE_SIZE) ringCache.delete(ringCache.keys().next().value!);
+    ringCache.set(key, ring);
+  }
+  return ring;
+}
+
+function liveRings(conductors: Parameters<typeof membersByGroup>[0], options: HashRingOptions): Map<string, HashRing> {
+  const rings = new Map<string, HashRing>();
+  for (const [group, members] of membersByGroup(conductors)) rings.set(group, cachedRing(members, options));
+  return rings;
+}
+
 export async function currentPlacement(store: Store, options: PlacementOptions): Promise<Placement> {
   const conductors = await listConductors(store, options.heartbeatTimeout);
-  const rings = new Map<string, HashRing>();
-  for (const [group, members] of membersByGroup(conductors)) rings.set(group, new HashRing(members, options.ring));
+  const rings = liveRings(conductors, options.ring);
 
   let query = store.db.selectFrom('nodes').select(['uuid', 'name', 'conductor_group']).orderBy('uuid');
   if (options.node !== undefined) {
@@ -80,8 +104,7 @@ export async function ownerLookup(
   options: Pick<PlacementOptions, 'heartbeatTimeout' | 'ring'>,
 ): Promise<{ owner: (node: { uuid: string; conductor_group: string }) => string | null; rpcUrl: (host: string) => string | null }> {
   const conductors = await listConductors(store, options.heartbeatTimeout);
-  const rings = new Map<string, HashRing>();
-  for (const [group, members] of membersByGroup(conductors)) rings.set(group, new HashRing(members, options.ring));
+  const rings = liveRings(conductors, options.ring);
   const urls = new Map(conductors.filter((c) => c.alive).map((c) => [c.hostname, c.rpcUrl]));
   return {
     owner: (node) => rings.get(node.conductor_group)?.lookup(node.uuid)[0] ?? null,

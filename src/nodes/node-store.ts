@@ -40,12 +40,16 @@ export interface NodeListQuery {
   sortKey: NodeSortKey;
   sortDir: 'asc' | 'desc';
   filters: NodeFilters;
+  /** Only these columns (plus `id`); all when absent. Rows then hold just these. */
+  columns?: ReadonlyArray<keyof NodeRow>;
 }
 
 /** One page of nodes, in order; `limit` rows at most. */
 export async function listNodes(store: Store, query: NodeListQuery): Promise<NodeRow[]> {
   const { filters, sortKey, sortDir } = query;
-  let q = store.db.selectFrom('nodes').selectAll();
+  let q = query.columns
+    ? (store.db.selectFrom('nodes').select(['nodes.id', ...query.columns.map((c) => `nodes.${c}` as const)]) as unknown as ReturnType<typeof allColumns>)
+    : allColumns(store);
   if (filters.provision_state !== undefined) q = q.where('provision_state', '=', filters.provision_state);
   if (filters.driver !== undefined) q = q.where('driver', '=', filters.driver);
   if (filters.conductor_group !== undefined) q = q.where('conductor_group', '=', filters.conductor_group.toLowerCase());
@@ -67,6 +71,10 @@ export async function listNodes(store: Store, query: NodeListQuery): Promise<Nod
     q = q.where(sql<boolean>`(${sortExpr} ${cmp} ${value} or (${sortExpr} = ${value} and nodes.id ${cmp} ${marker.id}))`);
   }
   return q.orderBy(sortExpr, sortDir).orderBy('nodes.id', sortDir).limit(query.limit).execute();
+}
+
+function allColumns(store: Store) {
+  return store.db.selectFrom('nodes').selectAll();
 }
 
 function nullFill(key: NodeSortKey): string {

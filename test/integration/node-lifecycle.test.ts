@@ -36,7 +36,7 @@ describe.each(engines)('a fake-hardware node through the API and a conductor on 
     const config = loadConfig({
       env: testConductorEnv(dataDir, { IRONRING_HOST: 'cond-1', IRONRING_CONDUCTOR_NODE_LOCKED_RETRY_INTERVAL: '0' }),
     }).config;
-    const logger = createLogger({ level: 'silent', pretty: false });
+    const logger = createLogger({ level: (process.env.TEST_LOG as 'error') ?? 'silent', pretty: false });
     conductor = new Conductor({ store, config, logger });
     await conductor.start();
     app = buildApi({ store, config, logger });

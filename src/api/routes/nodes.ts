@@ -14,7 +14,7 @@ import type { NewNode, NodeFilters, NodeRow } from '../../nodes/node-store.js';
 import { initialProvisionState } from '../../nodes/state-machine.js';
 import { baseUrl } from '../links.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
-import { NODE_LIST_FIELDS, fieldsAt, renderNode } from '../views/node.js';
+import { NODE_LIST_FIELDS, columnsFor, fieldsAt, renderNode } from '../views/node.js';
 import type { NodeViewContext } from '../views/node.js';
 import { validateNewNode } from './node-input.js';
 
@@ -64,9 +64,16 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     const associated = parseBool('associated', q.associated);
     if (associated !== undefined) filters.associated = associated;
 
-    const rows = await listNodes(store, { limit, sortKey, sortDir, filters, ...(q.marker !== undefined ? { marker: q.marker.toLowerCase() } : {}) });
-    const ctx = await viewContext(request);
     const shown = fields ?? (detail ? undefined : [...NODE_LIST_FIELDS]);
+    const rows = await listNodes(store, {
+      limit,
+      sortKey,
+      sortDir,
+      filters,
+      ...(q.marker !== undefined ? { marker: q.marker.toLowerCase() } : {}),
+      ...(shown ? { columns: columnsFor(shown) } : {}),
+    });
+    const ctx = await viewContext(request);
     const body: Record<string, unknown> = { nodes: rows.map((n) => renderNode(n, ctx, shown, detail)) };
     if (rows.length === limit && rows.length > 0) body.next = nextLink(ctx.base, request, limit, rows[rows.length - 1]!);
     return body;

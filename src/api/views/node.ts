@@ -12,7 +12,7 @@ export const MASKED = '******';
 
 /** Every node field and the microversion it appeared in. */
 export const NODE_FIELDS: Readonly<Record<string, Microversion>> = {
-  uuid: [1, 1], name: [1, 5], driver: [1, 1], driver_info: [1, 1], driver_internal_info: [1, 1], extra: [1, 1],
+  uuid: [1, 1], name: [1, 5], chassis_uuid: [1, 1], driver: [1, 1], driver_info: [1, 1], driver_internal_info: [1, 1], extra: [1, 1],
   instance_info: [1, 1], instance_uuid: [1, 1], properties: [1, 1], provision_state: [1, 1],
   target_provision_state: [1, 1], provision_updated_at: [1, 1], power_state: [1, 1], target_power_state: [1, 1],
   maintenance: [1, 1], maintenance_reason: [1, 1], last_error: [1, 1], reservation: [1, 1], console_enabled: [1, 1],
@@ -51,58 +51,74 @@ export interface NodeViewContext {
   conductorOf: (node: NodeRow) => string | null;
 }
 
-/** The full field set of a node; `render` picks from it. */
-function allFields(node: NodeRow, ctx: NodeViewContext): Record<string, unknown> {
-  return {
-    uuid: node.uuid,
-    name: node.name,
-    driver: node.driver,
-    driver_info: maskSecrets(node.driver_info),
-    driver_internal_info: node.driver_internal_info,
-    extra: node.extra,
-    instance_info: maskSecrets(node.instance_info),
-    instance_uuid: node.instance_uuid,
-    properties: node.properties,
-    provision_state: node.provision_state,
-    target_provision_state: node.target_provision_state,
-    provision_updated_at: apiTime(node.provision_updated_at),
-    power_state: node.power_state,
-    target_power_state: node.target_power_state,
-    maintenance: node.maintenance,
-    maintenance_reason: node.maintenance_reason,
-    last_error: node.last_error,
-    reservation: node.reservation,
-    console_enabled: false,
-    created_at: apiTime(node.created_at),
-    updated_at: apiTime(node.updated_at),
-    inspection_started_at: null,
-    inspection_finished_at: null,
-    clean_step: {},
-    raid_config: {},
-    target_raid_config: {},
-    network_interface: node.network_interface,
-    resource_class: node.resource_class,
-    boot_interface: node.boot_interface,
-    console_interface: node.console_interface,
-    deploy_interface: node.deploy_interface,
-    inspect_interface: node.inspect_interface,
-    management_interface: node.management_interface,
-    power_interface: node.power_interface,
-    vendor_interface: node.vendor_interface,
-    rescue_interface: node.rescue_interface,
-    fault: null,
-    conductor_group: node.conductor_group,
-    protected: false,
-    protected_reason: null,
-    conductor: ctx.conductorOf(node),
-  };
+type Getter = (node: NodeRow, ctx: NodeViewContext) => unknown;
+const column =
+  (name: keyof NodeRow): Getter =>
+  (node) => node[name];
+const constant =
+  (value: unknown): Getter =>
+  () => structuredClone(value);
+
+/**
+ * How each API field is read from a node row, and which columns it needs — so a list that shows
+ * six fields reads six columns, not forty.
+ */
+const FIELD_GETTERS: Readonly<Record<string, { get: Getter; columns: ReadonlyArray<keyof NodeRow> }>> = {
+  uuid: { get: column('uuid'), columns: ['uuid'] },
+  name: { get: column('name'), columns: ['name'] },
+  chassis_uuid: { get: constant(null), columns: [] },
+  driver: { get: column('driver'), columns: ['driver'] },
+  driver_info: { get: (n) => maskSecrets(n.driver_info), columns: ['driver_info'] },
+  driver_internal_info: { get: column('driver_internal_info'), columns: ['driver_internal_info'] },
+  extra: { get: column('extra'), columns: ['extra'] },
+  instance_info: { get: (n) => maskSecrets(n.instance_info), columns: ['instance_info'] },
+  instance_uuid: { get: column('instance_uuid'), columns: ['instance_uuid'] },
+  properties: { get: column('properties'), columns: ['properties'] },
+  provision_state: { get: column('provision_state'), columns: ['provision_state'] },
+  target_provision_state: { get: column('target_provision_state'), columns: ['target_provision_state'] },
+  provision_updated_at: { get: (n) => apiTime(n.provision_updated_at), columns: ['provision_updated_at'] },
+  power_state: { get: column('power_state'), columns: ['power_state'] },
+  target_power_state: { get: column('target_power_state'), columns: ['target_power_state'] },
+  maintenance: { get: column('maintenance'), columns: ['maintenance'] },
+  maintenance_reason: { get: column('maintenance_reason'), columns: ['maintenance_reason'] },
+  last_error: { get: column('last_error'), columns: ['last_error'] },
+  reservation: { get: column('reservation'), columns: ['reservation'] },
+  console_enabled: { get: constant(false), columns: [] },
+  created_at: { get: (n) => apiTime(n.created_at), columns: ['created_at'] },
+  updated_at: { get: (n) => apiTime(n.updated_at), columns: ['updated_at'] },
+  inspection_started_at: { get: constant(null), columns: [] },
+  inspection_finished_at: { get: constant(null), columns: [] },
+  clean_step: { get: constant({}), columns: [] },
+  raid_config: { get: constant({}), columns: [] },
+  target_raid_config: { get: constant({}), columns: [] },
+  network_interface: { get: column('network_interface'), columns: ['network_interface'] },
+  resource_class: { get: column('resource_class'), columns: ['resource_class'] },
+  boot_interface: { get: column('boot_interface'), columns: ['boot_interface'] },
+  console_interface: { get: column('console_interface'), columns: ['console_interface'] },
+  deploy_interface: { get: column('deploy_interface'), columns: ['deploy_interface'] },
+  inspect_interface: { get: column('inspect_interface'), columns: ['inspect_interface'] },
+  management_interface: { get: column('management_interface'), columns: ['management_interface'] },
+  power_interface: { get: column('power_interface'), columns: ['power_interface'] },
+  vendor_interface: { get: column('vendor_interface'), columns: ['vendor_interface'] },
+  rescue_interface: { get: column('rescue_interface'), columns: ['rescue_interface'] },
+  fault: { get: constant(null), columns: [] },
+  conductor_group: { get: column('conductor_group'), columns: ['conductor_group'] },
+  protected: { get: constant(false), columns: [] },
+  protected_reason: { get: constant(null), columns: [] },
+  conductor: { get: (n, ctx) => ctx.conductorOf(n), columns: ['uuid', 'conductor_group'] },
+};
+
+/** The columns needed to render `fields` (the uuid always, for links). */
+export function columnsFor(fields: readonly string[]): Array<keyof NodeRow> {
+  const columns = new Set<keyof NodeRow>(['uuid']);
+  for (const f of fields) for (const c of FIELD_GETTERS[f]?.columns ?? []) columns.add(c);
+  return [...columns];
 }
 
 /** Renders a node with the given fields (all fields of the version when omitted). */
 export function renderNode(node: NodeRow, ctx: NodeViewContext, fields?: readonly string[], withResourceLinks = true): Record<string, unknown> {
-  const all = allFields(node, ctx);
   const out: Record<string, unknown> = {};
-  for (const f of fields ?? fieldsAt(ctx.version)) out[f] = all[f];
+  for (const f of fields ?? fieldsAt(ctx.version)) out[f] = FIELD_GETTERS[f]!.get(node, ctx);
   out.links = resourceLinks(ctx.base, 'nodes', node.uuid);
   if (withResourceLinks && fields === undefined) {
     out.ports = resourceLinks(ctx.base, `nodes/${node.uuid}`, 'ports');

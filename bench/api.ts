@@ -1,0 +1,188 @@
+/**
+ * `npm run bench:api [-- --json]`: the REST API's speed against a real `ironring api` process on
+ * SQLite and on PostgreSQL, with 1,000 and 10,000 nodes (DESIGN §8): median latency of
+ * `GET /v1/nodes?limit=1000` and `?detail=True&limit=1000`, `GET /v1/nodes/{uuid}` requests/s with
+ * 8 concurrent keep-alive clients (p50/p99), and `POST /v1/nodes` creates/s.
+ *
+ * Options: --json (one JSON object on the last line), --sizes 1000,10000, --engines sqlite,postgres,
+ * --seconds N (per throughput run, default 3).
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { openDatabase } from '../src/db/connect.js';
+import { migrateDatabase } from '../src/db/migrate.js';
+
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
+};
+const asJson = args.includes('--json');
+const sizes = flag('--sizes', '1000,10000').split(',').map(Number);
+const engines = flag('--engines', 'sqlite,postgres').split(',');
+const seconds = Number(flag('--seconds', '3'));
+const PG = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'ironring');
+const H = { 'X-OpenStack-Ironic-API-Version': 'latest' };
+
+const say = (line: string) => {
+  if (!asJson) console.log(line);
+};
+
+async function database(engine: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (engine === 'sqlite') {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ironring-bench-api-'));
+    return { url: `sqlite://${path.join(dir, 'bench.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const schema = `bench_api_${process.pid}`;
+  const admin = new pg.Client({ connectionString: PG });
+  await admin.connect();
+  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const url = new URL(PG);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: PG });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await c.end();
+    },
+  };
+}
+
+async function seed(url: string, n: number): Promise<string[]> {
+  const store = await openDatabase(url);
+  await migrateDatabase(store);
+  const uuids: string[] = [];
+  for (let i = 0; i < n; i += 500) {
+    const rows = Array.from({ length: Math.min(500, n - i) }, (_, j) => {
+      const uuid = randomUUID();
+      uuids.push(uuid);
+      return {
+        uuid,
+        name: `bench-${i + j}`,
+        driver: 'fake-hardware',
+        provision_state: 'available',
+        power_state: 'power off',
+        driver_info: JSON.stringify({ ipmi_address: `10.0.${(i + j) >> 8}.${(i + j) & 255}`, ipmi_username: 'admin', ipmi_password: 'secret' }),
+        properties: JSON.stringify({ cpus: 32, memory_mb: 262144, local_gb: 1800, cpu_arch: 'x86_64' }),
+        resource_class: 'baremetal',
+      };
+    });
+    await store.db.insertInto('nodes').values(rows).execute();
+  }
+  await store.close();
+  return uuids;
+}
+
+async function startApi(url: string): Promise<{ base: string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [BIN, 'api', '--database', url, '--api-address', '127.0.0.1:0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const base = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`ironring api exited with ${code}`)));
+  });
+  return {
+    base,
+    stop: () =>
+      new Promise((resolve) => {
+        child.removeAllListeners('exit');
+        child.on('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+
+async function latency(url: string, runs: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs + 2; i++) {
+    const t = performance.now();
+    const res = await fetch(url, { headers: H });
+    const body = (await res.json()) as { nodes: unknown[] };
+    if (body.nodes.length !== 1000 && i === 0) throw new Error(`expected 1000 nodes from ${url}, got ${body.nodes.length}`);
+    if (i >= 2) times.push(performance.now() - t); // two warm-up requests
+  }
+  return median(times);
+}
+
+async function throughput(run: () => Promise<void>, concurrency: number): Promise<{ rps: number; p50: number; p99: number }> {
+  const lat: number[] = [];
+  const end = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        await run();
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  return { rps: Math.round(lat.length / elapsed), p50: Number(pct(lat, 0.5).toFixed(2)), p99: Number(pct(lat, 0.99).toFixed(2)) };
+}
+
+const results: Record<string, Record<string, number>> = {};
+for (const engine of engines) {
+  for (const size of sizes) {
+    const db = await database(engine);
+    try {
+      const uuids = await seed(db.url, size);
+      const api = await startApi(db.url);
+      try {
+        const list = await latency(`${api.base}/v1/nodes?limit=1000`, 15);
+        const detail = await latency(`${api.base}/v1/nodes?detail=True&limit=1000`, 15);
+        let k = 0;
+        const get = await throughput(async () => {
+          const res = await fetch(`${api.base}/v1/nodes/${uuids[k++ % uuids.length]}`, { headers: H });
+          if (res.status !== 200) throw new Error(`GET ${res.status}`);
+          await res.arrayBuffer();
+        }, 8);
+        let c = 0;
+        const create = await throughput(async () => {
+          const res = await fetch(`${api.base}/v1/nodes`, {
+            method: 'POST',
+            headers: { ...H, 'content-type': 'application/json' },
+            body: JSON.stringify({ driver: 'fake-hardware', name: `new-${process.pid}-${c++}`, properties: { cpus: 8 } }),
+          });
+          if (res.status !== 201) throw new Error(`POST ${res.status}: ${await res.text()}`);
+          await res.arrayBuffer();
+        }, 8);
+        const key = `${engine}_${size}`;
+        results[key] = {
+          list_1000_ms: Number(list.toFixed(2)),
+          detail_1000_ms: Number(detail.toFixed(2)),
+          get_rps: get.rps,
+          get_p50_ms: get.p50,
+          get_p99_ms: get.p99,
+          create_rps: create.rps,
+        };
+        say(`${key.padEnd(16)} list ${list.toFixed(1)} ms, detail ${detail.toFixed(1)} ms, get ${get.rps} req/s (p50 ${get.p50} ms, p99 ${get.p99} ms), create ${create.rps} req/s`);
+      } finally {
+        await api.stop();
+      }
+    } finally {
+      await db.drop();
+    }
+  }
+}
+
+const targets = { list_1000_ms: 20, detail_1000_ms: 40, get_rps: 3000, create_rps: 1000 };
+const met = Object.values(results).every((r) => r.list_1000_ms! <= targets.list_1000_ms && r.detail_1000_ms! <= targets.detail_1000_ms && r.get_rps! >= targets.get_rps && r.create_rps! >= targets.create_rps);
+const ironic = { list_1000_ms: 189, detail_1000_ms: 354, get_rps: 326, create_rps: 106 };
+say(`targets: list <= 20 ms, detail <= 40 ms, get >= 3000 req/s, create >= 1000 req/s (Ironic 21.4 here: 189 ms / 354 ms / 326 req/s / 106 req/s)`);
+console.log(JSON.stringify({ bench: 'api', seconds, results, targets, ironic_21_4: ironic, met }));
