@@ -9,6 +9,7 @@ import { BootEnvironment, startHttpBootServer } from '../boot/index.js';
 import type { HttpBootServer } from '../boot/index.js';
 import { startTftpServer } from '../boot/tftp/index.js';
 import type { TftpServer } from '../boot/tftp/index.js';
+import { ListenError } from '../common/errors.js';
 import { splitAddress } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
@@ -31,7 +32,26 @@ export function reachableHost(bindHost: string): string {
   return '127.0.0.1';
 }
 
-export async function startBootServices(config: Config, logger: Logger): Promise<BootServices> {
+/**
+ * Which servers may be skipped (with a warning) when their address cannot be bound: `ironring up`
+ * on its default addresses, so a first run as an ordinary user (no port 69) still comes up.
+ */
+export interface OptionalServers {
+  tftp?: boolean;
+  http?: boolean;
+}
+
+async function optional<T>(enabled: boolean | undefined, start: () => Promise<T>, logger: Logger): Promise<T | undefined> {
+  try {
+    return await start();
+  } catch (err) {
+    if (!enabled || !(err instanceof ListenError)) throw err;
+    logger.warn(`${err.message}; continuing without it`);
+    return undefined;
+  }
+}
+
+export async function startBootServices(config: Config, logger: Logger, optionalServers: OptionalServers = {}): Promise<BootServices> {
   const { pxe, deploy, dnsmasq } = config;
   await Promise.all([mkdir(pxe.tftp_root, { recursive: true }), mkdir(deploy.http_root, { recursive: true }), mkdir(pxe.tftp_master_path, { recursive: true })]);
   let tftp: TftpServer | undefined;
@@ -42,16 +62,18 @@ export async function startBootServices(config: Config, logger: Logger): Promise
   try {
     let tftpAddress: string | null = null;
     if (pxe.tftp_server_enabled) {
-      tftp = await startTftpServer({ root: pxe.tftp_root, address: pxe.tftp_address, logger: logger.child({ component: 'tftp' }) });
-      const bound = tftp.address();
-      tftpAddress = `${pxe.tftp_server || reachableHost(bound.host)}:${bound.port}`;
+      tftp = await optional(optionalServers.tftp, () => startTftpServer({ root: pxe.tftp_root, address: pxe.tftp_address, logger: logger.child({ component: 'tftp' }) }), logger);
+      if (tftp) {
+        const bound = tftp.address();
+        tftpAddress = `${pxe.tftp_server || reachableHost(bound.host)}:${bound.port}`;
+      }
     } else if (pxe.tftp_server) {
       tftpAddress = pxe.tftp_server;
     }
     let httpUrl: string | null = deploy.http_url || null;
     if (deploy.http_server_enabled) {
-      http = await startHttpBootServer({ root: deploy.http_root, address: deploy.http_address, logger: logger.child({ component: 'http-boot' }) });
-      if (!httpUrl) {
+      http = await optional(optionalServers.http, () => startHttpBootServer({ root: deploy.http_root, address: deploy.http_address, logger: logger.child({ component: 'http-boot' }) }), logger);
+      if (http && !httpUrl) {
         const port = new URL(http.url).port;
         httpUrl = `http://${reachableHost(splitAddress(deploy.http_address).host)}:${port}`;
       }

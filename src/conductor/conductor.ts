@@ -25,7 +25,7 @@ import type { Store } from '../db/connect.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { startBootServices } from './boot-services.js';
-import type { BootServices } from './boot-services.js';
+import type { BootServices, OptionalServers } from './boot-services.js';
 import { NodeOperations } from './node-operations.js';
 import { rpcRoutes } from './rpc.js';
 
@@ -35,6 +35,8 @@ export interface ConductorDeps {
   logger: Logger;
   /** The hardware types this conductor runs; by default the built-in catalogue on this conductor's boot environment. */
   drivers?: DriverRegistry;
+  /** Boot servers that may be skipped with a warning when their address cannot be bound. */
+  optionalServers?: OptionalServers;
 }
 
 /** What a conductor reports about itself on its RPC endpoint (`GET /v1/status`). */
@@ -122,7 +124,7 @@ export class Conductor {
 
   async start(): Promise<void> {
     const { config } = this.deps;
-    this.boot = await startBootServices(config, this.log);
+    this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     if (!this.deps.drivers) {
       this.drivers = createDriverRegistry({
         bootEnvironment: this.boot.environment,

@@ -27,7 +27,12 @@ export interface RunningServices {
   stop(): Promise<void>;
 }
 
-export async function startAllInOne(config: Config, logger: Logger): Promise<RunningServices> {
+/**
+ * Starts everything. `defaults` says which boot server addresses were left at their defaults: those
+ * servers are skipped with a warning when their port cannot be bound (an ordinary user cannot bind
+ * port 69), so a first `ironring up` always comes up; an address the operator chose must bind.
+ */
+export async function startAllInOne(config: Config, logger: Logger, defaults: { tftp: boolean; http: boolean } = { tftp: false, http: false }): Promise<RunningServices> {
   await mkdir(config.DEFAULT.data_dir, { recursive: true });
   const store: Store = await openDatabase(config.database.url, {
     maxPoolSize: config.database.max_pool_size,
@@ -52,7 +57,7 @@ export async function startAllInOne(config: Config, logger: Logger): Promise<Run
     app = buildApi({ store, config, logger });
     const apiUrl = await listenApi(app, config.api.address);
     logger.info({ url: apiUrl }, 'API listening');
-    const started = new Conductor({ store, config, logger });
+    const started = new Conductor({ store, config, logger, optionalServers: defaults });
     await started.start();
     conductor = started;
     return {

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -93,6 +94,32 @@ describe('ironring up', () => {
     } finally {
       blocker.close();
     }
+  });
+
+  it('comes up without the TFTP server, with a warning, when its default port 69 cannot be bound', async () => {
+    // Hold port 69 (as root), or find it not permitted (as an ordinary user): either way it is unusable.
+    const blocker = createSocket('udp4');
+    await new Promise<void>((resolve) => {
+      blocker.once('error', () => resolve());
+      blocker.bind(69, '0.0.0.0', () => resolve());
+    });
+    try {
+      const proc = startCli(['up', '--data-dir', dir, '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio'], { cwd: dir });
+      running.push(proc);
+      await proc.waitForOutput(/boot: +TFTP off, HTTP http:/);
+      expect(proc.stderr()).toMatch(/cannot listen for the TFTP server on 0\.0\.0\.0:69: (address already in use|permission denied)[^"]*; continuing without it/);
+      proc.child.kill('SIGTERM');
+      expect(await proc.exited).toBe(0);
+    } finally {
+      blocker.close();
+    }
+    // An address the operator chose must bind, or nothing starts.
+    const taken = createSocket('udp4');
+    await new Promise<void>((resolve) => taken.bind(0, '127.0.0.1', resolve));
+    const res = runCli(['up', '--data-dir', dir, '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--tftp-address', `127.0.0.1:${taken.address().port}`], { cwd: dir });
+    taken.close();
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim().split('\n').at(-1)).toMatch(/^ironring: cannot listen for the TFTP server on 127\.0\.0\.1:\d+: address already in use \(change it with --tftp-address or \[pxe\] tftp_address\)$/);
   });
 
   it('refuses a malformed --api-address with exit code 2', () => {

@@ -24,7 +24,7 @@ export function upCommand(): Command {
         '  npx ironring up --database postgres://ironring@db.example.org/ironring',
     )
     .action(async (_opts: unknown, command: Command) => {
-      const { config, logger } = commandContext(command, {
+      const { config, logger, loaded } = commandContext(command, {
         dataDir: 'DEFAULT.data_dir',
         apiAddress: 'api.address',
         database: 'database.url',
@@ -40,7 +40,10 @@ export function upCommand(): Command {
       });
       // Loaded on use so that `--help` and other commands start fast.
       const { startAllInOne } = await import('../../up/all-in-one.js');
-      const services = await startAllInOne(config, logger);
+      const services = await startAllInOne(config, logger, {
+        tftp: loaded.sources['pxe.tftp_address'] === 'default',
+        http: loaded.sources['deploy.http_address'] === 'default',
+      });
       process.stdout.write(
         [
           'ironring is up.',
