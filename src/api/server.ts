@@ -11,6 +11,7 @@ import type { Store } from '../db/connect.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { installErrorHandling } from '../common/http-errors.js';
+import { installBodyParsing } from './body-parsing.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
 import { conductorRoutes } from './routes/conductors.js';
@@ -18,6 +19,7 @@ import { driverRoutes } from './routes/drivers.js';
 import { healthRoutes } from './routes/health.js';
 import { nodeActionRoutes } from './routes/node-actions.js';
 import { nodeRoutes } from './routes/nodes.js';
+import { nodeValidateRoutes } from './routes/node-validate.js';
 import { ConductorRouter } from './conductor-router.js';
 import { portRoutes } from './routes/ports.js';
 import { ringRoutes } from './routes/ring.js';
@@ -42,6 +44,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     routerOptions: { ignoreTrailingSlash: true },
   });
   installErrorHandling(app);
+  installBodyParsing(app);
   // Set for every request by the hook below; fastify wants reference-type decorations to start null.
   app.decorateRequest('apiVersion', null as unknown as Microversion);
 
@@ -66,6 +69,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
   ringRoutes(app, { store, config });
   nodeRoutes(app, { store, config, drivers });
   nodeActionRoutes(app, { store, config, router: new ConductorRouter(store, config) });
+  nodeValidateRoutes(app, { store, drivers });
   driverRoutes(app, { store, config, drivers });
   portRoutes(app, { store, config });
   return app;

@@ -13,7 +13,7 @@ import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
 
 const PORT_FIELDS: Readonly<Record<string, Microversion>> = {
   uuid: [1, 1], address: [1, 1], node_uuid: [1, 1], extra: [1, 1], created_at: [1, 1], updated_at: [1, 1],
-  local_link_connection: [1, 19], pxe_enabled: [1, 19], physical_network: [1, 34],
+  internal_info: [1, 18], local_link_connection: [1, 19], pxe_enabled: [1, 19], portgroup_uuid: [1, 24], physical_network: [1, 34],
 };
 const LIST_FIELDS = ['uuid', 'address'];
 
@@ -29,8 +29,12 @@ function renderPort(port: PortRow, base: string, fields: readonly string[]): Rec
     extra: port.extra,
     created_at: apiTime(port.created_at),
     updated_at: apiTime(port.updated_at),
+    // Conductor-private data (Ironic keeps e.g. cleaning VIFs here); ironring keeps none.
+    internal_info: {},
     local_link_connection: port.local_link_connection,
     pxe_enabled: port.pxe_enabled,
+    // ironring has no port groups.
+    portgroup_uuid: null,
     physical_network: port.physical_network,
   };
   const out: Record<string, unknown> = {};

@@ -1,0 +1,236 @@
+/**
+ * The stock OpenStack `baremetal` CLI (Debian `python3-ironicclient`) against a real `ironring up`:
+ * operators' scripts must work unchanged. Every command is the real binary with
+ * `--os-endpoint … --os-auth-type none`, and must exit 0 with the output Ironic would give.
+ *
+ * Without the binary these tests fail under CI (`CI=true`) and are skipped with a printed reason
+ * elsewhere, as the PostgreSQL tests are.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCli } from '../helpers/cli.js';
+import type { CliProcess } from '../helpers/cli.js';
+
+const BAREMETAL = process.env.TEST_BAREMETAL_BIN ?? 'baremetal';
+
+/** Null when the `baremetal` binary runs; otherwise why not. */
+function baremetalProblem(): string | null {
+  const res = spawnSync(BAREMETAL, ['--version'], { encoding: 'utf8', timeout: 30_000 });
+  if (res.error) return `${BAREMETAL}: ${res.error.message} (install Debian's python3-ironicclient)`;
+  if (res.status !== 0) return `${BAREMETAL} --version exited ${res.status}: ${res.stderr.trim()}`;
+  return null;
+}
+
+function baremetalAvailable(): boolean {
+  const problem = baremetalProblem();
+  if (problem === null) return true;
+  if (process.env.CI === 'true') throw new Error(`the baremetal CLI is required under CI but unusable: ${problem}`);
+  console.warn(`skipping baremetal CLI tests: ${problem}`);
+  return false;
+}
+
+const available = baremetalAvailable();
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Environment for the client: no OS_* settings or clouds.yaml of the caller, caches in `home`. */
+function clientEnv(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OS_') && !k.startsWith('IRONRING_')) env[k] = v;
+  return { ...env, HOME: home, XDG_CACHE_HOME: path.join(home, '.cache'), XDG_CONFIG_HOME: path.join(home, '.config') };
+}
+
+describe.skipIf(!available)('the stock baremetal CLI against ironring up', () => {
+  let dir: string;
+  let up: CliProcess;
+  let endpoint: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ironring-baremetal-'));
+    up = startCli(
+      ['up', '--data-dir', path.join(dir, 'data'), '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio'],
+      { cwd: dir },
+    );
+    endpoint = (await up.waitForOutput(/API: +(http:\/\/127\.0\.0\.1:\d+)\/v1/))[1]!;
+  });
+
+  afterAll(async () => {
+    if (up.child.exitCode === null) up.child.kill('SIGTERM');
+    await up.exited;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Runs `baremetal <args>` against ironring. Asynchronous so that independent commands run side by
+   * side: each one spends over a second starting Python.
+   */
+  function baremetal(...args: string[]): Promise<Run> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(BAREMETAL, ['--os-endpoint', endpoint, '--os-auth-type', 'none', ...args], { env: clientEnv(dir) });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.on('error', reject);
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+  }
+
+  /** Runs a command that must succeed; returns its stdout. */
+  async function ok(...args: string[]): Promise<string> {
+    const res = await baremetal(...args);
+    expect(res.code, `baremetal ${args.join(' ')}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`).toBe(0);
+    return res.stdout;
+  }
+
+  /** Runs a command with `-f json` that must succeed; returns the parsed output. */
+  async function json<T = Record<string, unknown>>(...args: string[]): Promise<T> {
+    return JSON.parse(await ok(...args, '-f', 'json')) as T;
+  }
+
+  /** Polls `node show` until `field` has `value` (power changes finish after the 202). */
+  async function waitForField(node: string, field: string, value: unknown): Promise<void> {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const shown = await json('node', 'show', node, '-c', field);
+      if (shown[field] === value) return;
+      if (Date.now() > deadline) throw new Error(`node ${node}: ${field} is ${JSON.stringify(shown[field])}, expected ${JSON.stringify(value)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  let nodeUuid: string;
+  let spareUuid: string;
+
+  it('lists the hardware types and the conductor', async () => {
+    const [drivers, conductors] = await Promise.all([
+      json<Array<Record<string, unknown>>>('driver', 'list'),
+      json<Array<Record<string, unknown>>>('conductor', 'list'),
+    ]);
+    expect(drivers).toEqual(expect.arrayContaining([{ 'Supported driver(s)': 'fake-hardware', 'Active host(s)': 'aio' }, { 'Supported driver(s)': 'ipmi', 'Active host(s)': 'aio' }]));
+    expect(conductors).toEqual([{ Hostname: 'aio', 'Conductor Group': '', Alive: true }]);
+  });
+
+  it('creates, lists and shows fake-hardware nodes (enroll at the negotiated microversion)', async () => {
+    const [created, spare] = await Promise.all([
+      json('node', 'create', '--driver', 'fake-hardware', '--name', 'rack1-node1', '--resource-class', 'baremetal.small', '--property', 'cpus=8'),
+      json('node', 'create', '--driver', 'fake-hardware', '--name', 'spare'),
+    ]);
+    expect(created).toMatchObject({
+      name: 'rack1-node1', driver: 'fake-hardware', provision_state: 'enroll', power_state: null, maintenance: false,
+      resource_class: 'baremetal.small', properties: { cpus: 8 }, power_interface: 'fake', deploy_interface: 'fake', conductor: 'aio',
+    });
+    expect(created.uuid).toMatch(/^[0-9a-f-]{36}$/);
+    nodeUuid = created.uuid as string;
+    spareUuid = spare.uuid as string;
+
+    const [list, shown] = await Promise.all([
+      json<Array<Record<string, unknown>>>('--os-baremetal-api-version', 'latest', 'node', 'list'),
+      json('node', 'show', 'rack1-node1'),
+    ]);
+    // Created side by side, so either may come first.
+    expect(list.sort((a, b) => String(a.Name).localeCompare(String(b.Name)))).toEqual([
+      { UUID: nodeUuid, Name: 'rack1-node1', 'Instance UUID': null, 'Power State': null, 'Provisioning State': 'enroll', Maintenance: false },
+      { UUID: spareUuid, Name: 'spare', 'Instance UUID': null, 'Power State': null, 'Provisioning State': 'enroll', Maintenance: false },
+    ]);
+    expect(shown).toMatchObject({ uuid: nodeUuid, name: 'rack1-node1', provision_state: 'enroll', driver_info: {}, extra: {} });
+  });
+
+  it('patches nodes with set and unset, masking passwords on read', async () => {
+    await ok(
+      'node', 'set', 'rack1-node1', '--name', 'rack1-node01',
+      '--property', 'memory_mb=16384', '--property', 'cpu_arch=x86_64',
+      '--driver-info', 'ipmi_address=10.0.0.5', '--driver-info', 'ipmi_password=hunter2',
+      '--extra', 'rack=r1', '--extra', 'owner=ops',
+    );
+    const set = await json('node', 'show', nodeUuid, '-c', 'name', '-c', 'properties', '-c', 'driver_info', '-c', 'extra');
+    expect(set).toEqual({
+      name: 'rack1-node01',
+      properties: { cpus: 8, memory_mb: 16384, cpu_arch: 'x86_64' },
+      driver_info: { ipmi_address: '10.0.0.5', ipmi_password: '******' },
+      extra: { rack: 'r1', owner: 'ops' },
+    });
+
+    await ok('node', 'unset', 'rack1-node01', '--property', 'cpus', '--extra', 'owner', '--driver-info', 'ipmi_password');
+    const unset = await json('node', 'show', 'rack1-node01', '-c', 'properties', '-c', 'driver_info', '-c', 'extra');
+    expect(unset).toEqual({ properties: { memory_mb: 16384, cpu_arch: 'x86_64' }, driver_info: { ipmi_address: '10.0.0.5' }, extra: { rack: 'r1' } });
+  });
+
+  it('creates, lists by node, shows and deletes ports', async () => {
+    const port = await json('port', 'create', '52:54:00:AB:CD:01', '--node', nodeUuid);
+    expect(port).toMatchObject({ address: '52:54:00:ab:cd:01', node_uuid: nodeUuid, pxe_enabled: true, extra: {} });
+    const portUuid = port.uuid as string;
+
+    const [byNode, ofSpare, shown] = await Promise.all([
+      json<Array<Record<string, unknown>>>('port', 'list', '--node', 'rack1-node01'),
+      json<Array<Record<string, unknown>>>('port', 'list', '--node', spareUuid),
+      json('port', 'show', portUuid),
+    ]);
+    expect(byNode).toEqual([{ UUID: portUuid, Address: '52:54:00:ab:cd:01' }]);
+    expect(ofSpare).toEqual([]);
+    expect(shown).toMatchObject({ uuid: portUuid, address: '52:54:00:ab:cd:01', node_uuid: nodeUuid, pxe_enabled: true });
+
+    expect(await ok('port', 'delete', portUuid)).toContain(`Deleted port ${portUuid}`);
+    expect(await json<unknown[]>('port', 'list', '--node', nodeUuid)).toEqual([]);
+  });
+
+  it('validates a node interface by interface', async () => {
+    const results = await json<Array<{ Interface: string; Result: boolean; Reason: string }>>('node', 'validate', nodeUuid);
+    const byInterface = Object.fromEntries(results.map((r) => [r.Interface, r.Result]));
+    expect(byInterface).toEqual({ boot: true, console: false, deploy: true, inspect: false, management: true, network: true, power: true, rescue: false });
+    expect(results.find((r) => r.Interface === 'console')!.Reason).toMatch(/not supported/);
+  });
+
+  it('moves a node enroll → manageable → available → active → available', async () => {
+    expect(await ok('node', 'manage', nodeUuid, '--wait', '30')).toContain('Waiting for provision state manageable');
+    expect(await ok('node', 'provide', nodeUuid, '--wait', '30')).toContain('Waiting for provision state available');
+    await ok('node', 'deploy', nodeUuid, '--wait', '30');
+    expect(await json('node', 'show', nodeUuid, '-c', 'provision_state', '-c', 'target_provision_state')).toEqual({ provision_state: 'active', target_provision_state: null });
+    await ok('node', 'undeploy', nodeUuid, '--wait', '30');
+    expect(await json('node', 'show', nodeUuid, '-c', 'provision_state', '-c', 'last_error')).toEqual({ provision_state: 'available', last_error: null });
+  });
+
+  it('powers a node on and off', async () => {
+    await ok('node', 'power', 'on', nodeUuid);
+    await waitForField(nodeUuid, 'power_state', 'power on');
+    await ok('node', 'power', 'off', nodeUuid);
+    await waitForField(nodeUuid, 'power_state', 'power off');
+  });
+
+  it('sets and shows the boot device', async () => {
+    await ok('node', 'boot', 'device', 'set', nodeUuid, 'pxe', '--persistent');
+    const [device, supported] = await Promise.all([
+      json('node', 'boot', 'device', 'show', nodeUuid),
+      json('node', 'boot', 'device', 'show', nodeUuid, '--supported'),
+    ]);
+    expect(device).toEqual({ boot_device: 'pxe', persistent: true });
+    expect(String(supported.supported_boot_devices).split(', ')).toContain('pxe');
+  });
+
+  it('sets and unsets maintenance with a reason', async () => {
+    await ok('node', 'maintenance', 'set', nodeUuid, '--reason', 'disk swap');
+    expect(await json('node', 'show', nodeUuid, '-c', 'maintenance', '-c', 'maintenance_reason')).toEqual({ maintenance: true, maintenance_reason: 'disk swap' });
+    await ok('node', 'maintenance', 'unset', nodeUuid);
+    expect(await json('node', 'show', nodeUuid, '-c', 'maintenance', '-c', 'maintenance_reason')).toEqual({ maintenance: false, maintenance_reason: null });
+  });
+
+  it('deletes a node, and reports an unknown one with exit 1 and the API message', async () => {
+    const [deleted, unknown] = await Promise.all([ok('node', 'delete', 'spare'), baremetal('node', 'show', 'no-such-node')]);
+    expect(deleted).toContain('Deleted node spare');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no-such-node.*\(HTTP 404\)/);
+    const list = await json<Array<Record<string, unknown>>>('node', 'list');
+    expect(list.map((n) => n.UUID)).toEqual([nodeUuid]);
+  });
+});
