@@ -168,20 +168,34 @@ describe.skipIf(!available)('the stock baremetal CLI against ironring up', () =>
   });
 
   it('creates, lists by node, shows and deletes ports', async () => {
-    const port = await json('port', 'create', '52:54:00:AB:CD:01', '--node', nodeUuid);
-    expect(port).toMatchObject({ address: '52:54:00:ab:cd:01', node_uuid: nodeUuid, pxe_enabled: true, extra: {} });
+    const [port, wired] = await Promise.all([
+      json('port', 'create', '52:54:00:AB:CD:01', '--node', nodeUuid),
+      json(
+        'port', 'create', '52:54:00:ab:cd:02', '--node', 'rack1-node01', '--pxe-enabled', 'false', '--physical-network', 'physnet1',
+        '--local-link-connection', 'switch_id=aa:bb:cc:dd:ee:ff', '--local-link-connection', 'port_id=Eth1/7',
+      ),
+    ]);
+    expect(port).toMatchObject({ address: '52:54:00:ab:cd:01', node_uuid: nodeUuid, pxe_enabled: true, extra: {}, portgroup_uuid: null });
+    expect(wired).toMatchObject({
+      address: '52:54:00:ab:cd:02', node_uuid: nodeUuid, pxe_enabled: false, physical_network: 'physnet1',
+      local_link_connection: { switch_id: 'aa:bb:cc:dd:ee:ff', port_id: 'Eth1/7' },
+    });
     const portUuid = port.uuid as string;
+    const wiredUuid = wired.uuid as string;
 
     const [byNode, ofSpare, shown] = await Promise.all([
       json<Array<Record<string, unknown>>>('port', 'list', '--node', 'rack1-node01'),
       json<Array<Record<string, unknown>>>('port', 'list', '--node', spareUuid),
       json('port', 'show', portUuid),
     ]);
-    expect(byNode).toEqual([{ UUID: portUuid, Address: '52:54:00:ab:cd:01' }]);
+    expect(byNode.sort((a, b) => String(a.Address).localeCompare(String(b.Address)))).toEqual([
+      { UUID: portUuid, Address: '52:54:00:ab:cd:01' },
+      { UUID: wiredUuid, Address: '52:54:00:ab:cd:02' },
+    ]);
     expect(ofSpare).toEqual([]);
     expect(shown).toMatchObject({ uuid: portUuid, address: '52:54:00:ab:cd:01', node_uuid: nodeUuid, pxe_enabled: true });
 
-    expect(await ok('port', 'delete', portUuid)).toContain(`Deleted port ${portUuid}`);
+    expect(await ok('port', 'delete', portUuid, wiredUuid)).toContain(`Deleted port ${portUuid}`);
     expect(await json<unknown[]>('port', 'list', '--node', nodeUuid)).toEqual([]);
   });
 

@@ -99,7 +99,9 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
       const v = input[f];
       if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) throw new InvalidParameter(`${f}: expected a JSON object`);
     }
-    if (input.pxe_enabled !== undefined && typeof input.pxe_enabled !== 'boolean') throw new InvalidParameter('pxe_enabled: expected true or false');
+    // The stock client sends `--pxe-enabled false` as the string "false"; Ironic's boolean type takes both.
+    const pxeEnabled = typeof input.pxe_enabled === 'string' ? parseBool('pxe_enabled', input.pxe_enabled) : input.pxe_enabled;
+    if (pxeEnabled !== undefined && typeof pxeEnabled !== 'boolean') throw new InvalidParameter('pxe_enabled: expected true or false');
     if (input.physical_network !== undefined && input.physical_network !== null && typeof input.physical_network !== 'string') {
       throw new InvalidParameter('physical_network: expected a string');
     }
@@ -108,7 +110,7 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
       address: input.address as string,
       nodeId: node.id,
       ...(input.uuid !== undefined ? { uuid: input.uuid as string } : {}),
-      ...(input.pxe_enabled !== undefined ? { pxeEnabled: input.pxe_enabled } : {}),
+      ...(pxeEnabled !== undefined ? { pxeEnabled } : {}),
       ...(input.physical_network !== undefined ? { physicalNetwork: input.physical_network as string | null } : {}),
       ...(input.local_link_connection !== undefined ? { localLinkConnection: input.local_link_connection as Record<string, unknown> } : {}),
       ...(input.extra !== undefined ? { extra: input.extra as Record<string, unknown> } : {}),
