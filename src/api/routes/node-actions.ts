@@ -14,7 +14,7 @@ import { actionMinVersion } from '../../nodes/state-machine.js';
 import { isProvisionAction } from '../../nodes/states.js';
 import type { ProvisionState } from '../../nodes/states.js';
 import type { ConductorRouter } from '../conductor-router.js';
-import { apiTime } from '../links.js';
+import { apiTime, baseUrl } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import { nodeView } from './nodes.js';
 
@@ -29,6 +29,8 @@ function objectBody(request: FastifyRequest): Record<string, unknown> {
 export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter }): void {
   const { store, router } = options;
   const view = nodeView(store, options.config);
+  // Absolute, like the Location of a created node (and Ironic's): where to watch the change happen.
+  const statesUrl = (request: FastifyRequest, uuid: string) => `${baseUrl(request, options.config.api.public_endpoint)}/v1/nodes/${uuid}/states`;
 
   app.patch<Node>('/v1/nodes/:ident', async (request) => {
     const ops = parsePatch(request.body);
@@ -68,7 +70,7 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
       throw new NotAcceptable(`the provision action "${target}" needs API version ${formatVersion(since)} or later`);
     }
     await router.call(node, 'POST', 'provision', { target, ...(body.configdrive !== undefined ? { configdrive: body.configdrive } : {}) });
-    return reply.code(202).header('Location', `/v1/nodes/${node.uuid}/states`).send();
+    return reply.code(202).header('Location', statesUrl(request, node.uuid)).send();
   });
 
   app.put<Node>('/v1/nodes/:ident/states/power', async (request, reply) => {
@@ -76,7 +78,7 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
     if (typeof body.target !== 'string') throw new InvalidParameter('target: required, a power action (power on, power off, rebooting)');
     const node = await getNode(store, request.params.ident);
     await router.call(node, 'POST', 'power', { target: body.target, ...(body.timeout !== undefined ? { timeout: body.timeout } : {}) });
-    return reply.code(202).header('Location', `/v1/nodes/${node.uuid}/states`).send();
+    return reply.code(202).header('Location', statesUrl(request, node.uuid)).send();
   });
 
   app.put<Node>('/v1/nodes/:ident/management/boot_device', async (request, reply) => {
