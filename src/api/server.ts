@@ -11,6 +11,7 @@ import type { Store } from '../db/connect.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { installErrorHandling } from '../common/http-errors.js';
+import { installBasicAuth } from './auth.js';
 import { installBodyParsing } from './body-parsing.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
@@ -47,6 +48,8 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
   installBodyParsing(app);
   // Set for every request by the hook below; fastify wants reference-type decorations to start null.
   app.decorateRequest('apiVersion', null as unknown as Microversion);
+
+  if (config.DEFAULT.auth_strategy === 'http_basic') installBasicAuth(app, config.DEFAULT.http_basic_auth_user_file);
 
   // Microversion negotiation for everything under /v1: the answer always says which range is served.
   app.addHook('onRequest', async (request, reply) => {

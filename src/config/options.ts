@@ -57,6 +57,17 @@ export const OPTIONS = {
       default: 'info',
       description: 'Least severe log level written.',
     },
+    auth_strategy: {
+      type: { kind: 'enum', values: ['noauth', 'http_basic'] },
+      default: 'noauth',
+      description: "API authentication: 'noauth' (keep the API on 127.0.0.1 then) or 'http_basic' with http_basic_auth_user_file.",
+    },
+    http_basic_auth_user_file: {
+      type: { kind: 'string' },
+      default: 'htpasswd',
+      path: 'data_dir',
+      description: 'Apache htpasswd file of API users (bcrypt hashes, `htpasswd -B`) for http_basic.',
+    },
   },
   database: {
     url: {
