@@ -18,35 +18,68 @@ function toSqlite(value: unknown): unknown {
   return value;
 }
 
-function fromSqlite(row: unknown): unknown {
-  if (typeof row !== 'object' || row === null) return row;
-  const record = row as Record<string, unknown>;
-  for (const key in record) {
-    const value = record[key];
-    if (value === null || value === undefined) continue;
-    if (BOOLEAN_COLUMNS.has(key) && typeof value === 'number') record[key] = value !== 0;
-    else if (TIMESTAMP_COLUMNS.has(key) && typeof value === 'string') record[key] = new Date(value);
-    else if (JSON_COLUMNS.has(key) && typeof value === 'string') record[key] = JSON.parse(value);
+type Converter = (value: unknown) => unknown;
+
+const toBoolean: Converter = (v) => (typeof v === 'number' ? v !== 0 : v);
+const toDate: Converter = (v) => (typeof v === 'string' ? new Date(v) : v);
+const toJson: Converter = (v) => (typeof v === 'string' ? JSON.parse(v) : v);
+
+/** The converters a statement's result columns need, found once per prepared statement. */
+function convertersFor(columns: readonly string[]): Array<[string, Converter]> {
+  const out: Array<[string, Converter]> = [];
+  for (const name of columns) {
+    if (BOOLEAN_COLUMNS.has(name)) out.push([name, toBoolean]);
+    else if (TIMESTAMP_COLUMNS.has(name)) out.push([name, toDate]);
+    else if (JSON_COLUMNS.has(name)) out.push([name, toJson]);
   }
-  return record;
+  return out;
 }
 
-function* mapIterator(it: IterableIterator<unknown>): IterableIterator<unknown> {
-  for (const row of it) yield fromSqlite(row);
+function converterFor(converters: ReadonlyArray<[string, Converter]>): (row: unknown) => unknown {
+  if (converters.length === 0) return (row) => row;
+  return (row) => {
+    const record = row as Record<string, unknown>;
+    for (const [name, convert] of converters) {
+      const value = record[name];
+      if (value !== null && value !== undefined) record[name] = convert(value);
+    }
+    return record;
+  };
 }
+
+function* mapIterator(it: IterableIterator<unknown>, convert: (row: unknown) => unknown): IterableIterator<unknown> {
+  for (const row of it) yield convert(row);
+}
+
+/** Prepared statements kept per SQL text: Kysely prepares on every query, SQLite need not. */
+const STATEMENT_CACHE_SIZE = 256;
 
 /** Wraps a better-sqlite3 handle for Kysely's `SqliteDialect`. */
 export function wrapSqlite(handle: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
   return {
-    close: () => handle.close(),
+    close: () => {
+      cache.clear();
+      handle.close();
+    },
     prepare(sql: string): SqliteStatement {
+      const cached = cache.get(sql);
+      if (cached) return cached;
       const stmt = handle.prepare(sql);
-      return {
+      const convert = stmt.reader ? converterFor(convertersFor(stmt.columns().map((c) => c.name))) : (row: unknown) => row;
+      const wrapped: SqliteStatement = {
         reader: stmt.reader,
-        all: (params) => stmt.all(...params.map(toSqlite)).map(fromSqlite),
+        all: (params) => {
+          const rows = stmt.all(...params.map(toSqlite));
+          for (let i = 0; i < rows.length; i++) rows[i] = convert(rows[i]);
+          return rows;
+        },
         run: (params) => stmt.run(...params.map(toSqlite)),
-        iterate: (params) => mapIterator(stmt.iterate(...params.map(toSqlite))),
+        iterate: (params) => mapIterator(stmt.iterate(...params.map(toSqlite)), convert),
       };
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      cache.set(sql, wrapped);
+      return wrapped;
     },
   };
 }

@@ -27,10 +27,19 @@ export const NODE_FIELDS: Readonly<Record<string, Microversion>> = {
 /** Fields of a list without `detail`, as Ironic. */
 export const NODE_LIST_FIELDS = ['uuid', 'name', 'instance_uuid', 'power_state', 'provision_state', 'maintenance'] as const;
 
+const fieldsByVersion = new Map<string, string[]>();
+
+/** The node fields a microversion shows (computed once per version). */
 export function fieldsAt(version: Microversion): string[] {
-  return Object.entries(NODE_FIELDS)
-    .filter(([, since]) => compareVersions(version, since) >= 0)
-    .map(([name]) => name);
+  const key = `${version[0]}.${version[1]}`;
+  let fields = fieldsByVersion.get(key);
+  if (fields === undefined) {
+    fields = Object.entries(NODE_FIELDS)
+      .filter(([, since]) => compareVersions(version, since) >= 0)
+      .map(([name]) => name);
+    fieldsByVersion.set(key, fields);
+  }
+  return fields;
 }
 
 /** Masks values whose key names a secret (`*password*`, `configdrive`), at any depth. */
@@ -55,9 +64,10 @@ type Getter = (node: NodeRow, ctx: NodeViewContext) => unknown;
 const column =
   (name: keyof NodeRow): Getter =>
   (node) => node[name];
+/** A field ironring does not model yet, with the value Ironic shows for it; a fresh value each time. */
 const constant =
-  (value: unknown): Getter =>
-  () => structuredClone(value);
+  (make: () => unknown): Getter =>
+  () => make();
 
 /**
  * How each API field is read from a node row, and which columns it needs — so a list that shows
@@ -66,7 +76,7 @@ const constant =
 const FIELD_GETTERS: Readonly<Record<string, { get: Getter; columns: ReadonlyArray<keyof NodeRow> }>> = {
   uuid: { get: column('uuid'), columns: ['uuid'] },
   name: { get: column('name'), columns: ['name'] },
-  chassis_uuid: { get: constant(null), columns: [] },
+  chassis_uuid: { get: constant(() => null), columns: [] },
   driver: { get: column('driver'), columns: ['driver'] },
   driver_info: { get: (n) => maskSecrets(n.driver_info), columns: ['driver_info'] },
   driver_internal_info: { get: column('driver_internal_info'), columns: ['driver_internal_info'] },
@@ -83,14 +93,14 @@ const FIELD_GETTERS: Readonly<Record<string, { get: Getter; columns: ReadonlyArr
   maintenance_reason: { get: column('maintenance_reason'), columns: ['maintenance_reason'] },
   last_error: { get: column('last_error'), columns: ['last_error'] },
   reservation: { get: column('reservation'), columns: ['reservation'] },
-  console_enabled: { get: constant(false), columns: [] },
+  console_enabled: { get: constant(() => false), columns: [] },
   created_at: { get: (n) => apiTime(n.created_at), columns: ['created_at'] },
   updated_at: { get: (n) => apiTime(n.updated_at), columns: ['updated_at'] },
-  inspection_started_at: { get: constant(null), columns: [] },
-  inspection_finished_at: { get: constant(null), columns: [] },
-  clean_step: { get: constant({}), columns: [] },
-  raid_config: { get: constant({}), columns: [] },
-  target_raid_config: { get: constant({}), columns: [] },
+  inspection_started_at: { get: constant(() => null), columns: [] },
+  inspection_finished_at: { get: constant(() => null), columns: [] },
+  clean_step: { get: constant(() => ({})), columns: [] },
+  raid_config: { get: constant(() => ({})), columns: [] },
+  target_raid_config: { get: constant(() => ({})), columns: [] },
   network_interface: { get: column('network_interface'), columns: ['network_interface'] },
   resource_class: { get: column('resource_class'), columns: ['resource_class'] },
   boot_interface: { get: column('boot_interface'), columns: ['boot_interface'] },
@@ -101,10 +111,10 @@ const FIELD_GETTERS: Readonly<Record<string, { get: Getter; columns: ReadonlyArr
   power_interface: { get: column('power_interface'), columns: ['power_interface'] },
   vendor_interface: { get: column('vendor_interface'), columns: ['vendor_interface'] },
   rescue_interface: { get: column('rescue_interface'), columns: ['rescue_interface'] },
-  fault: { get: constant(null), columns: [] },
+  fault: { get: constant(() => null), columns: [] },
   conductor_group: { get: column('conductor_group'), columns: ['conductor_group'] },
-  protected: { get: constant(false), columns: [] },
-  protected_reason: { get: constant(null), columns: [] },
+  protected: { get: constant(() => false), columns: [] },
+  protected_reason: { get: constant(() => null), columns: [] },
   conductor: { get: (n, ctx) => ctx.conductorOf(n), columns: ['uuid', 'conductor_group'] },
 };
 
