@@ -2,6 +2,7 @@
  * The HTTP API process: builds the fastify app (version discovery, health, and the resource routes
  * later issues add) and binds it, turning bind failures into one-line `ListenError`s.
  */
+import swagger from '@fastify/swagger';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { listenFastify } from '../common/listen.js';
@@ -45,6 +46,12 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     routerOptions: { ignoreTrailingSlash: true },
   });
   installErrorHandling(app);
+  // Registered before the routes so that every route lands in the OpenAPI document.
+  void app.register(swagger, {
+    openapi: {
+      info: { title: 'ironring API', description: 'Ironic v1 compatible bare-metal API with ironring extensions', version: formatVersion(MAX_VERSION) },
+    },
+  });
   installBodyParsing(app);
   // Set for every request by the hook below; fastify wants reference-type decorations to start null.
   app.decorateRequest('apiVersion', null as unknown as Microversion);
@@ -66,15 +73,18 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 
-  rootRoutes(app, { publicEndpoint: config.api.public_endpoint });
-  healthRoutes(app, store);
-  conductorRoutes(app, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint });
-  ringRoutes(app, { store, config });
-  nodeRoutes(app, { store, config, drivers });
-  nodeActionRoutes(app, { store, config, router: new ConductorRouter(store, config) });
-  nodeValidateRoutes(app, { store, drivers });
-  driverRoutes(app, { store, config, drivers });
-  portRoutes(app, { store, config });
+  // Routes live in a plugin registered after @fastify/swagger, which records routes as they are added.
+  void app.register(async (api) => {
+    rootRoutes(api, { publicEndpoint: config.api.public_endpoint });
+    healthRoutes(api, store);
+    conductorRoutes(api, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint });
+    ringRoutes(api, { store, config });
+    nodeRoutes(api, { store, config, drivers });
+    nodeActionRoutes(api, { store, config, router: new ConductorRouter(store, config) });
+    nodeValidateRoutes(api, { store, drivers });
+    driverRoutes(api, { store, config, drivers });
+    portRoutes(api, { store, config });
+  });
   return app;
 }
 

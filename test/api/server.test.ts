@@ -70,6 +70,19 @@ describe('version discovery', () => {
   });
 });
 
+describe('OpenAPI document', () => {
+  it('lists the routes this API serves', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json() as { openapi: string; info: { title: string }; paths: Record<string, unknown> };
+    expect(doc.openapi).toMatch(/^3\./);
+    expect(doc.info.title).toBe('ironring API');
+    for (const path of ['/v1/nodes', '/v1/nodes/{ident}', '/v1/nodes/{ident}/states/provision', '/v1/ports', '/v1/conductors', '/v1/drivers']) {
+      expect(doc.paths, path).toHaveProperty([path]);
+    }
+  });
+});
+
 describe('health and errors', () => {
   it('reports the database as healthy with its clock', async () => {
     const res = await app.inject({ method: 'GET', url: '/healthz' });
