@@ -31,12 +31,23 @@ function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migrati
   }
 }
 
-function migratorFor(store: Store, set: MigrationSet, db: Kysely<Database> = store.db, disableTransactions = false): Migrator {
+/**
+ * On PostgreSQL the migration tables are named with their schema: without it Kysely checks whether
+ * they exist in *any* schema, so a second schema in the same database (another deployment, or
+ * parallel tests) would make it skip creating its own and then fail to find them.
+ */
+async function migratorFor(store: Store, set: MigrationSet, db: Kysely<Database> = store.db, disableTransactions = false): Promise<Migrator> {
+  let schema: string | undefined;
+  if (store.engine === 'postgres') {
+    const row = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+    schema = row.rows[0]?.schema;
+  }
   return new Migrator({
     db,
     provider: { getMigrations: () => Promise.resolve(migrationsOf(set, store.engine)) },
     migrationTableName: `ironring_migrations_${set}`,
     migrationLockTableName: `ironring_migrations_${set}_lock`,
+    ...(schema !== undefined ? { migrationTableSchema: schema } : {}),
     disableTransactions,
   });
 }
@@ -48,11 +59,11 @@ function migratorFor(store: Store, set: MigrationSet, db: Kysely<Database> = sto
  * transaction: the second process waits (busy timeout) and then finds everything applied.
  */
 async function migrateSet(store: Store, set: MigrationSet): Promise<MigrationResultSet> {
-  if (store.engine !== 'sqlite') return migratorFor(store, set).migrateToLatest();
+  if (store.engine !== 'sqlite') return (await migratorFor(store, set)).migrateToLatest();
   return store.db.connection().execute(async (conn) => {
     await sql`begin immediate`.execute(conn);
     try {
-      const outcome = await migratorFor(store, set, conn, true).migrateToLatest();
+      const outcome = await (await migratorFor(store, set, conn, true)).migrateToLatest();
       await sql.raw(outcome.error ? 'rollback' : 'commit').execute(conn);
       return outcome;
     } catch (err) {
@@ -90,7 +101,7 @@ export async function migrateDatabase(store: Store, sets: readonly MigrationSet[
 
 /** Names of the migrations already applied for a set, or an empty list for a fresh database. */
 export async function appliedMigrations(store: Store, set: MigrationSet): Promise<string[]> {
-  const all = await migratorFor(store, set).getMigrations();
+  const all = await (await migratorFor(store, set)).getMigrations();
   return all.filter((m) => m.executedAt !== undefined).map((m) => m.name);
 }
 
