@@ -93,3 +93,28 @@ export async function deletePort(store: Store, uuid: string): Promise<void> {
   if (Number(res.numDeletedRows) === 0) throw new NotFound(`port ${uuid} could not be found`);
 }
 
+
+/** The port fields a patch may change. */
+export interface PortChanges {
+  address?: string;
+  pxeEnabled?: boolean;
+  physicalNetwork?: string | null;
+  extra?: Record<string, unknown>;
+  localLinkConnection?: Record<string, unknown>;
+}
+
+/** Updates a port; a MAC address another port has → `Conflict`. */
+export async function updatePort(store: Store, uuid: string, changes: PortChanges): Promise<PortRow> {
+  const set: Record<string, unknown> = { updated_at: store.sqlNow() };
+  if (changes.address !== undefined) set.address = normalizeMac(changes.address);
+  if (changes.pxeEnabled !== undefined) set.pxe_enabled = changes.pxeEnabled;
+  if (changes.physicalNetwork !== undefined) set.physical_network = changes.physicalNetwork;
+  if (changes.extra !== undefined) set.extra = JSON.stringify(changes.extra);
+  if (changes.localLinkConnection !== undefined) set.local_link_connection = JSON.stringify(changes.localLinkConnection);
+  try {
+    await store.db.updateTable('ports').set(set).where('uuid', '=', uuid).execute();
+  } catch (err) {
+    throw uniqueViolation(err, [['address', `a port with MAC address ${String(set.address)} already exists`]]);
+  }
+  return getPort(store, uuid);
+}

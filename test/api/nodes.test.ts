@@ -146,6 +146,20 @@ describe.each(engines)('nodes and ports API on %s', (engine) => {
     expect(byNode.ports.map((p) => p.address)).toEqual(['52:54:00:aa:bb:01']);
     const byAddress = (await get('/v1/ports?address=52:54:00:AA:BB:01&detail=True')).json() as { ports: Array<{ node_uuid: string }> };
     expect(byAddress.ports).toMatchObject([{ node_uuid: node.uuid }]);
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: '/v1/ports/52:54:00:aa:bb:01',
+      headers: LATEST,
+      payload: [
+        { op: 'add', path: '/extra/switch', value: 'sw1' },
+        { op: 'replace', path: '/pxe_enabled', value: false },
+      ],
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(patched.json()).toMatchObject({ extra: { switch: 'sw1' }, pxe_enabled: false, address: '52:54:00:aa:bb:01' });
+    const badPatch = await app.inject({ method: 'PATCH', url: '/v1/ports/52:54:00:aa:bb:01', headers: LATEST, payload: [{ op: 'replace', path: '/uuid', value: 'x' }] });
+    expect(badPatch.statusCode).toBe(400);
+    expect(fault(badPatch.body)).toBe('/uuid: cannot be changed on a port');
     const del = await app.inject({ method: 'DELETE', url: '/v1/ports/52:54:00:aa:bb:01', headers: LATEST });
     expect(del.statusCode).toBe(204);
     expect((await get('/v1/ports?node=rack1-node1')).json()).toEqual({ ports: [] });

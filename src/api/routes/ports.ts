@@ -4,8 +4,9 @@ import { InvalidParameter } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { UUID_PATTERN, getNode } from '../../nodes/node-store.js';
-import { createPort, deletePort, getPort, listPorts } from '../../nodes/port-store.js';
-import type { PortRow } from '../../nodes/port-store.js';
+import { parsePatch } from '../../nodes/node-patch.js';
+import { createPort, deletePort, getPort, listPorts, updatePort } from '../../nodes/port-store.js';
+import type { PortChanges, PortRow } from '../../nodes/port-store.js';
 import { apiTime, baseUrl, resourceLinks } from '../links.js';
 import { compareVersions } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
@@ -118,6 +119,41 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     const base = baseUrl(request, config.api.public_endpoint);
     reply.code(201).header('Location', `${base}/v1/ports/${port.uuid}`);
     return renderPort(port, base, fieldsAt(request.apiVersion));
+  });
+
+  app.patch<{ Params: { ident: string } }>('/v1/ports/:ident', async (request) => {
+    const ops = parsePatch(request.body);
+    const port = await getPort(store, request.params.ident);
+    const changes: PortChanges = {};
+    const extra = structuredClone(port.extra);
+    const llc = structuredClone(port.local_link_connection);
+    for (const op of ops) {
+      const [field, ...rest] = op.path.slice(1).split('/');
+      const value = op.op === 'remove' ? undefined : op.value;
+      if ((field === 'extra' || field === 'local_link_connection') && rest.length > 0) {
+        const bag = field === 'extra' ? extra : llc;
+        const key = rest.join('/');
+        if (op.op === 'remove') {
+          if (!(key in bag)) throw new InvalidParameter(`${op.path}: no such key to remove`);
+          delete bag[key];
+        } else bag[key] = value;
+        if (field === 'extra') changes.extra = extra;
+        else changes.localLinkConnection = llc;
+      } else if (field === 'address' && rest.length === 0 && op.op !== 'remove') {
+        changes.address = String(value);
+      } else if (field === 'pxe_enabled' && rest.length === 0 && op.op !== 'remove') {
+        const flag = value === true || value === 'true' ? true : value === false || value === 'false' ? false : undefined;
+        if (flag === undefined) throw new InvalidParameter(`${op.path}: expected true or false`);
+        changes.pxeEnabled = flag;
+      } else if (field === 'physical_network' && rest.length === 0) {
+        if (value !== undefined && value !== null && typeof value !== 'string') throw new InvalidParameter(`${op.path}: expected a string`);
+        changes.physicalNetwork = (value as string | undefined) ?? null;
+      } else {
+        throw new InvalidParameter(`${op.path}: cannot be changed on a port`);
+      }
+    }
+    const updated = await updatePort(store, port.uuid, changes);
+    return renderPort(updated, baseUrl(request, config.api.public_endpoint), fieldsAt(request.apiVersion));
   });
 
   app.delete<{ Params: { ident: string } }>('/v1/ports/:ident', async (request, reply) => {
