@@ -122,6 +122,16 @@ export async function registerConductor(store: Store, reg: ConductorRegistration
   return id;
 }
 
+/**
+ * Throws `DuplicateConductor` when a live conductor already has this hostname. A cheap early check,
+ * so a duplicate is refused before it binds ports or touches files; `registerConductor` still makes
+ * the final, race-free decision.
+ */
+export async function assertNotRunning(store: Store, hostname: string, heartbeatTimeout: number): Promise<void> {
+  const [existing] = await listConductors(store, heartbeatTimeout, hostname);
+  if (existing?.alive) throw new DuplicateConductor(hostname, await secondsSinceHeartbeat(store, hostname));
+}
+
 async function secondsSinceHeartbeat(store: Store, hostname: string): Promise<number> {
   const row = await store.db.selectFrom('conductors').select('updated_at').where('hostname', '=', hostname).executeTakeFirst();
   if (!row) return 0;

@@ -12,7 +12,7 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { ClusterView } from '../cluster/cluster-view.js';
 import { releaseDeadReservations } from '../cluster/dead-locks.js';
-import { heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
+import { assertNotRunning, heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
 import type { ConductorRegistration } from '../cluster/membership.js';
 import { releaseReservationsOf } from '../cluster/reservations.js';
 import { conductorRingOptions } from '../cluster/ring-options.js';
@@ -123,7 +123,8 @@ export class Conductor {
   }
 
   async start(): Promise<void> {
-    const { config } = this.deps;
+    const { config, store } = this.deps;
+    await assertNotRunning(store, this.hostname, config.conductor.heartbeat_timeout);
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     if (!this.deps.drivers) {
       this.drivers = createDriverRegistry({
