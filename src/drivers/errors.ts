@@ -78,17 +78,14 @@ export class IpmiFailure extends IronringError {
   }
 }
 
-/**
- * Thrown when a power action did not take effect: the BMC refused or did not answer, or it did not
- * report the target state before the timeout. Ironic's `PowerStateFailure`; 500.
- */
-export class PowerActionFailed extends IronringError {
+/** A BMC action that did not take effect; the message names the action, the node and the BMC's reason. 500. */
+export abstract class BmcActionFailed extends IronringError {
   override readonly httpStatus = 500;
   override readonly userError = false;
   constructor(
     /** Node uuid. */
     readonly node: string,
-    /** What was asked: `power on`, `power off`, `reboot` or `get power state`. */
+    /** What was asked: `power on`, `get power state`, `set boot device pxe`… */
     readonly action: string,
     /** The BMC's message, or why the wait gave up. */
     readonly bmcMessage: string,
@@ -98,22 +95,14 @@ export class PowerActionFailed extends IronringError {
   }
 }
 
-/** Thrown when the BMC refused or did not answer a boot-device read or change. 500. */
-export class BootDeviceActionFailed extends IronringError {
-  override readonly httpStatus = 500;
-  override readonly userError = false;
-  constructor(
-    /** Node uuid. */
-    readonly node: string,
-    /** What was asked, e.g. `set boot device pxe`. */
-    readonly action: string,
-    /** The BMC's message. */
-    readonly bmcMessage: string,
-    options?: ErrorOptions,
-  ) {
-    super(`${action} failed for node ${node}: ${bmcMessage}`, options);
-  }
-}
+/**
+ * Thrown when a power action did not take effect: the BMC refused or did not answer, or it did not
+ * report the target state before the timeout. Ironic's `PowerStateFailure`.
+ */
+export class PowerActionFailed extends BmcActionFailed {}
+
+/** Thrown when the BMC refused or did not answer a boot-device read or change. */
+export class BootDeviceActionFailed extends BmcActionFailed {}
 
 /**
  * Thrown when a network-boot interface is used in a process that has no boot environment (the API

@@ -1,36 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { NodeLocked, NodeNotFound, NodeNotLocked } from '../../src/cluster/errors.js';
 import { releaseNode, releaseReservationsOf, reserveNode } from '../../src/cluster/reservations.js';
-import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
-import { migrateDatabase } from '../../src/db/migrate.js';
-import { createTestDatabase, testEngines } from '../helpers/databases.js';
-import type { TestDatabase } from '../helpers/databases.js';
+import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
 
 describe.each(engines)('node reservations on %s', (engine) => {
-  let target: TestDatabase;
+  const db = useMigratedDatabase(engine);
   let store: Store;
-  const extraStores: Store[] = [];
-
-  beforeEach(async () => {
-    target = await createTestDatabase(engine);
-    store = await openDatabase(target.url);
-    await migrateDatabase(store);
-  });
-  afterEach(async () => {
-    await Promise.all(extraStores.splice(0).map((s) => s.close()));
-    await store.close();
-    await target.drop();
+  beforeEach(() => {
+    store = db.store;
   });
 
-  async function otherStore(): Promise<Store> {
-    const s = await openDatabase(target.url);
-    extraStores.push(s);
-    return s;
-  }
+  const otherStore = () => db.other();
 
   async function insertNode(values: { name?: string; reservation?: string | null } = {}) {
     return store.db

@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { ConductorStopping, NodeLocked, NodeNotFound, NodeNotLocked, SharedTaskWrite, TaskReleased } from '../../src/cluster/errors.js';
 import { releaseReservationsOf, reserveNode } from '../../src/cluster/reservations.js';
 import { TaskTracker, acquireTask, withTask } from '../../src/cluster/task.js';
 import type { NodePatch } from '../../src/cluster/task.js';
-import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
-import { migrateDatabase } from '../../src/db/migrate.js';
-import { createTestDatabase, testEngines } from '../helpers/databases.js';
-import type { TestDatabase } from '../helpers/databases.js';
+import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
 
@@ -29,19 +26,10 @@ function endlessSleep() {
 }
 
 describe.each(engines)('node tasks on %s', (engine) => {
-  let target: TestDatabase;
+  const db = useMigratedDatabase(engine);
   let store: Store;
-  const extraStores: Store[] = [];
-
-  beforeEach(async () => {
-    target = await createTestDatabase(engine);
-    store = await openDatabase(target.url);
-    await migrateDatabase(store);
-  });
-  afterEach(async () => {
-    await Promise.all(extraStores.splice(0).map((s) => s.close()));
-    await store.close();
-    await target.drop();
+  beforeEach(() => {
+    store = db.store;
   });
 
   async function insertNode(values: { reservation?: string | null; extra?: Record<string, unknown> } = {}) {
@@ -257,8 +245,7 @@ describe.each(engines)('node tasks on %s', (engine) => {
     const node = await insertNode({ extra: { counter: 0 } });
     const stores = [store];
     for (let i = 1; i < 4; i++) {
-      const s = await openDatabase(target.url);
-      extraStores.push(s);
+      const s = await db.other();
       stores.push(s);
     }
     const rounds = 5;

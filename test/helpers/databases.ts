@@ -10,6 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { afterEach, beforeEach } from 'vitest';
+import { openDatabase } from '../../src/db/connect.js';
+import type { Store } from '../../src/db/connect.js';
+import { migrateDatabase } from '../../src/db/migrate.js';
 
 export const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -88,4 +92,37 @@ export async function createTestDatabase(engine: TestEngine): Promise<TestDataba
 /** The engines to run a suite on: SQLite always, PostgreSQL when available (or required by CI). */
 export async function testEngines(): Promise<TestEngine[]> {
   return (await postgresAvailable()) ? ['sqlite', 'postgres'] : ['sqlite'];
+}
+
+/**
+ * A fresh, migrated database per test for a `describe` block: `db.store` is open on it, `db.other()`
+ * opens further handles (closed after the test), and everything is dropped afterwards.
+ */
+export function useMigratedDatabase(engine: TestEngine): { readonly store: Store; readonly url: string; other(): Promise<Store> } {
+  let target: TestDatabase;
+  let store: Store;
+  const extra: Store[] = [];
+  beforeEach(async () => {
+    target = await createTestDatabase(engine);
+    store = await openDatabase(target.url);
+    await migrateDatabase(store);
+  });
+  afterEach(async () => {
+    await Promise.all(extra.splice(0).map((s) => s.close()));
+    await store.close();
+    await target.drop();
+  });
+  return {
+    get store() {
+      return store;
+    },
+    get url() {
+      return target.url;
+    },
+    async other() {
+      const s = await openDatabase(target.url);
+      extra.push(s);
+      return s;
+    },
+  };
 }
