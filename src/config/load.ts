@@ -230,4 +230,12 @@ function derive(config: Config, sources: Record<string, ValueSource>, cwd: strin
     config.database.url = `sqlite://${path.join(config.DEFAULT.data_dir, 'ironring.db')}`;
     sources['database.url'] = 'derived';
   }
+  if (config.api_database.url === '') {
+    config.api_database.url = `sqlite://${path.join(config.DEFAULT.data_dir, 'api.db')}`;
+    sources['api_database.url'] = 'derived';
+  }
+  if (config.baremetal.endpoint === '') {
+    config.baremetal.endpoint = `http://${config.api.address}`;
+    sources['baremetal.endpoint'] = 'derived';
+  }
 }

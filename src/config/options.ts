@@ -140,6 +140,11 @@ export const OPTIONS = {
       default: 180,
       description: 'Seconds between safety-net passes that re-check local boot state (0 disables; ring changes still trigger passes).',
     },
+    sync_local_state_workers: {
+      type: { kind: 'integer', min: 1, max: 256 },
+      default: 8,
+      description: 'Nodes whose boot state the reconciler prepares, takes over or cleans up at once.',
+    },
     replicas: {
       type: { kind: 'integer', min: 1, max: 10 },
       default: 2,
@@ -164,6 +169,66 @@ export const OPTIONS = {
       type: { kind: 'integer', min: 0, max: 16 },
       default: 5,
       description: "In 'tooz' mode, each conductor gets 2**exponent points on the ring, as in Ironic.",
+    },
+  },
+  api_database: {
+    url: {
+      type: { kind: 'string' },
+      default: '',
+      description: "The compute tier's API database (cell, host and instance mappings), a URL like [database] url; empty means sqlite api.db under data_dir.",
+      secret: true,
+    },
+  },
+  baremetal: {
+    endpoint: {
+      type: { kind: 'string' },
+      default: '',
+      description: 'Base URL of the bare-metal REST API the compute tier talks to; empty means http://<[api] address>.',
+    },
+    username: {
+      type: { kind: 'string' },
+      default: '',
+      description: 'User for http_basic authentication against the bare-metal API (empty: none).',
+    },
+    password: {
+      type: { kind: 'string' },
+      default: '',
+      description: 'Password for http_basic authentication against the bare-metal API.',
+      secret: true,
+    },
+  },
+  compute: {
+    cell: {
+      type: { kind: 'string', pattern: /^[A-Za-z0-9_.-]*$/, describe: 'letters, digits, _ . - only' },
+      default: 'cell1',
+      description: 'Name (or uuid) of the cell this compute service belongs to.',
+    },
+    report_interval: {
+      type: seconds(1),
+      default: 10,
+      description: "Seconds between a compute service's heartbeats (services.last_seen_up, database clock).",
+    },
+    service_down_time: {
+      type: seconds(2),
+      default: 60,
+      description: 'Seconds without a heartbeat after which a compute service is dead and its nodes move.',
+    },
+    update_resources_interval: {
+      type: seconds(1),
+      default: 10,
+      description: 'Seconds between passes that list nodes through the bare-metal API and update compute_nodes.',
+    },
+  },
+  scheduler: {
+    discover_hosts_interval: {
+      type: { kind: 'integer', min: -1 },
+      default: 60,
+      description: 'Seconds between periodic host discoveries on the leading scheduler (-1 or 0 disables).',
+    },
+    discover_hosts_by_service: {
+      type: { kind: 'boolean' },
+      default: true,
+      description: 'Periodic discovery maps every compute service, even one with no nodes yet.',
     },
   },
   pxe: {
