@@ -5,6 +5,7 @@
  * a temp file either. Each operation first checks whether the target is already what it should be and
  * then writes nothing: a reconcile pass over unchanged nodes touches no file.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFile, link, lstat, mkdir, open, readlink, rename, rm, stat, symlink, unlink, utimes } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
@@ -131,6 +132,31 @@ export async function writeFileAtomic(path: string, content: string | Uint8Array
     await rm(tmp, { force: true });
     throw err;
   }
+}
+
+/**
+ * Hard-links `source` to `path` (temp link renamed into place, directory created if needed), replacing
+ * whatever is there. Throws ENOENT when `source` is missing.
+ */
+export async function linkInto(source: string, path: string): Promise<void> {
+  const tmp = tempPathFor(path);
+  await inDir(path, () => link(source, tmp));
+  try {
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * Flushes the file systems holding `paths` to disk (`sync -f`, one syncfs per file system): one call
+ * after many writes made without per-file fsync.
+ */
+export function syncFileSystems(paths: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('sync', ['-f', ...paths], (err) => (err ? reject(err) : resolve()));
+  });
 }
 
 /** Points the symlink `path` at `target` (created as a temp link, renamed into place) unless it already does. */

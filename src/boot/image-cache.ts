@@ -83,6 +83,8 @@ export class ImageCache {
   downloads = 0;
   private readonly inflight = new Map<string, Promise<string>>();
   private readonly held = new Map<string, number>();
+  /** When this instance last stamped each path: saves the stat of a touch that would be skipped. */
+  private readonly touched = new Map<string, number>();
   private readonly now: () => number;
 
   constructor(private readonly options: ImageCacheOptions) {
@@ -152,12 +154,16 @@ export class ImageCache {
    * once per `touchIntervalMs` unless `force`.
    */
   async touch(path: string, force = false): Promise<void> {
+    const interval = this.options.touchIntervalMs ?? 60 * 60_000;
+    const now = this.now();
+    if (!force && now - (this.touched.get(path) ?? -Infinity) < interval) return;
     const st = await statOrNull(path);
     if (st === null) return;
-    const now = this.now();
-    if (!force && now - Math.max(st.atimeMs, st.mtimeMs) < (this.options.touchIntervalMs ?? 60 * 60_000)) return;
+    if (!force && now - Math.max(st.atimeMs, st.mtimeMs) < interval) return;
     // atime, set explicitly: mtime stays, so copies made from this master still compare as current.
     await utimes(path, now / 1000, st.mtime);
+    if (this.touched.size > 10_000) this.touched.clear();
+    this.touched.set(path, now);
   }
 
   /** The master files in the cache. */

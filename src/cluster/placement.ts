@@ -16,6 +16,8 @@ export interface NodePlacement {
   owner: string | null;
   /** Further conductors after the owner, in ring order. */
   replicas: string[];
+  /** The conductor whose boot files for the node are current (null: none yet); differs from `owner` while a take-over is pending. */
+  conductor_affinity: string | null;
 }
 
 export interface GroupPlacement {
@@ -70,7 +72,8 @@ export async function currentPlacement(store: Store, options: PlacementOptions):
   const conductors = await listConductors(store, options.heartbeatTimeout);
   const rings = liveRings(conductors, options.ring);
 
-  let query = store.db.selectFrom('nodes').select(['uuid', 'name', 'conductor_group']).orderBy('uuid');
+  const names = new Map(conductors.map((c) => [c.id, c.hostname]));
+  let query = store.db.selectFrom('nodes').select(['uuid', 'name', 'conductor_group', 'conductor_affinity']).orderBy('uuid');
   if (options.node !== undefined) {
     const ident = options.node;
     query = query.where((eb) => eb.or([eb('uuid', '=', ident), eb('name', '=', ident)]));
@@ -81,13 +84,14 @@ export async function currentPlacement(store: Store, options: PlacementOptions):
   for (const [group, ring] of rings) {
     groups.set(group, { conductor_group: group, hosts: ring.hosts, node_counts: Object.fromEntries(ring.hosts.map((h) => [h, 0])) });
   }
-  const placed = nodes.map((n): NodePlacement => {
+  const placed = nodes.map(({ conductor_affinity: affinity, ...n }): NodePlacement => {
+    const conductor_affinity = affinity === null ? null : (names.get(affinity) ?? null);
     const ring = rings.get(n.conductor_group);
-    if (!ring) return { ...n, owner: null, replicas: [] };
+    if (!ring) return { ...n, owner: null, replicas: [], conductor_affinity };
     const [owner, ...replicas] = ring.lookup(n.uuid, { replicas: options.replicas });
     const counts = groups.get(n.conductor_group)!.node_counts;
     counts[owner!] = (counts[owner!] ?? 0) + 1;
-    return { ...n, owner: owner!, replicas };
+    return { ...n, owner: owner!, replicas, conductor_affinity };
   });
   for (const n of placed) {
     if (n.owner === null && !groups.has(n.conductor_group)) groups.set(n.conductor_group, { conductor_group: n.conductor_group, hosts: [], node_counts: {} });
@@ -101,13 +105,23 @@ export async function currentPlacement(store: Store, options: PlacementOptions):
  */
 export async function ownerLookup(
   store: Store,
-  options: Pick<PlacementOptions, 'heartbeatTimeout' | 'ring'>,
-): Promise<{ owner: (node: { uuid: string; conductor_group: string }) => string | null; rpcUrl: (host: string) => string | null }> {
+  options: Pick<PlacementOptions, 'heartbeatTimeout' | 'ring'> & { replicas?: number },
+): Promise<{
+  owner: (node: { uuid: string; conductor_group: string }) => string | null;
+  /** The replicas after the owner, in ring order. */
+  replicas: (node: { uuid: string; conductor_group: string }) => string[];
+  /** Hostname of a conductor by row id (live or not), for `conductor_affinity`. */
+  hostname: (id: number | null) => string | null;
+  rpcUrl: (host: string) => string | null;
+}> {
   const conductors = await listConductors(store, options.heartbeatTimeout);
   const rings = liveRings(conductors, options.ring);
   const urls = new Map(conductors.filter((c) => c.alive).map((c) => [c.hostname, c.rpcUrl]));
+  const names = new Map(conductors.map((c) => [c.id, c.hostname]));
   return {
     owner: (node) => rings.get(node.conductor_group)?.lookup(node.uuid)[0] ?? null,
+    replicas: (node) => rings.get(node.conductor_group)?.lookup(node.uuid, { replicas: options.replicas ?? 1 }).slice(1) ?? [],
+    hostname: (id) => (id === null ? null : (names.get(id) ?? null)),
     rpcUrl: (host) => urls.get(host) ?? null,
   };
 }

@@ -26,7 +26,9 @@ import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { startBootServices } from './boot-services.js';
 import type { BootServices, OptionalServers } from './boot-services.js';
+import { ConductorMetrics } from './metrics.js';
 import { NodeOperations } from './node-operations.js';
+import { Reconciler } from './reconciler.js';
 import { rpcRoutes } from './rpc.js';
 
 export interface ConductorDeps {
@@ -37,6 +39,8 @@ export interface ConductorDeps {
   drivers?: DriverRegistry;
   /** Boot servers that may be skipped with a warning when their address cannot be bound. */
   optionalServers?: OptionalServers;
+  /** Export process metrics (CPU, memory, event loop) on `/metrics`; the CLI turns it on. */
+  processMetrics?: boolean;
 }
 
 /** What a conductor reports about itself on its RPC endpoint (`GET /v1/status`). */
@@ -58,6 +62,8 @@ export class Conductor {
   readonly tracker = new TaskTracker();
   drivers: DriverRegistry;
   operations: NodeOperations;
+  readonly metrics: ConductorMetrics;
+  readonly reconciler: Reconciler;
   private boot: BootServices | undefined;
   private conductorId: number | undefined;
   private rpc: FastifyInstance | undefined;
@@ -82,6 +88,24 @@ export class Conductor {
       // SQLite has no notifications: polling twice a second keeps a graceful stop visible within 1 s.
       pollIntervalMs: deps.store.engine === 'sqlite' ? 500 : 1000,
       logger: this.log,
+    });
+    this.metrics = new ConductorMetrics({ conductor: this.hostname, conductor_group: this.group }, { processMetrics: deps.processMetrics ?? false });
+    this.reconciler = new Reconciler({
+      store: deps.store,
+      hostname: this.hostname,
+      group: this.group,
+      conductorId: () => this.id,
+      view: this.view,
+      drivers: () => this.drivers,
+      boot: () => this.boot?.environment,
+      tracker: this.tracker,
+      resume: (uuid) => this.operations.resume(uuid),
+      logger: this.log,
+      metrics: this.metrics,
+      replicas: config.conductor.replicas,
+      workers: config.conductor.sync_local_state_workers,
+      intervalSeconds: config.conductor.sync_local_state_interval,
+      changePollMs: deps.store.engine === 'sqlite' ? 500 : 1000,
     });
   }
 
@@ -118,6 +142,7 @@ export class Conductor {
       tracker: this.tracker,
       drivers: this.drivers,
       logger: this.log,
+      conductorId: () => this.conductorId,
       retry: { attempts: config.conductor.node_locked_retry_attempts, intervalMs: config.conductor.node_locked_retry_interval * 1000 },
     });
   }
@@ -152,9 +177,11 @@ export class Conductor {
       if (released.length > 0) this.log.warn({ nodes: released.length }, 'released locks left by this conductor before it restarted');
       this.view.setSelf({ hostname: this.hostname, group: this.group, weight: 1 });
       this.unsubscribe = this.view.subscribe((change) => {
-        if (change.removed.length > 0) void this.releaseDeadLocks();
+        // Locks of departed conductors first, so the take-over pass that follows finds them free.
+        if (change.removed.length > 0) void this.releaseDeadLocks().then((n) => n > 0 && this.reconciler.trigger('dead locks released'));
       });
       await this.view.start();
+      await this.reconciler.start();
     } catch (err) {
       await this.rpc.close();
       throw err;
@@ -189,19 +216,22 @@ export class Conductor {
       }
       if (this.heartbeatFailing) this.log.info('heartbeats resumed');
       this.heartbeatFailing = false;
-      await this.releaseDeadLocks();
+      if ((await this.releaseDeadLocks()) > 0) this.reconciler.trigger('dead locks released');
     } catch (err) {
       if (!this.heartbeatFailing) this.log.error({ err: (err as Error).message }, 'heartbeat failed; retrying every interval');
       this.heartbeatFailing = true;
     }
   }
 
-  private async releaseDeadLocks(): Promise<void> {
+  /** Releases the locks of dead conductors; returns how many nodes were released. */
+  private async releaseDeadLocks(): Promise<number> {
     try {
       const released = await releaseDeadReservations(this.deps.store, this.deps.config.conductor.heartbeat_timeout, this.hostname);
-      if (released.length > 0) this.log.warn({ nodes: released }, 'released locks held by dead conductors');
+      if (released.length > 0) this.log.warn({ nodes: released.length, sample: released.slice(0, 10) }, 'released locks held by dead conductors');
+      return released.length;
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'could not release locks of dead conductors');
+      return 0;
     }
   }
 
@@ -214,6 +244,8 @@ export class Conductor {
   private async doStop(): Promise<void> {
     const { store, config } = this.deps;
     this.state = 'stopping';
+    // No new take-overs or clean-ups: this conductor's files keep serving until the others took over.
+    await this.reconciler.stop();
     this.tracker.drain();
     this.log.info('stopping: going offline');
     try {
@@ -246,6 +278,11 @@ export class Conductor {
     const app = Fastify({ loggerInstance: this.log.child({ component: 'rpc' }) as FastifyBaseLogger, disableRequestLogging: true, bodyLimit: 1024 * 1024 });
     installErrorHandling(app);
     app.get('/v1/status', async () => this.status());
+    app.get('/metrics', async (_request, reply) => {
+      reply.header('content-type', this.metrics.registry.contentType);
+      return this.metrics.registry.metrics();
+    });
+    app.get('/v1/reconcile', async () => this.reconciler.last);
     rpcRoutes(app, this.operations);
     return app;
   }

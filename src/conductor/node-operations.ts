@@ -6,6 +6,7 @@
  */
 import type { Logger } from '../common/logger.js';
 import { Conflict, InvalidParameter } from '../common/errors.js';
+import { NodeLocked } from '../cluster/errors.js';
 import { acquireTask, withTask } from '../cluster/task.js';
 import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
@@ -17,7 +18,7 @@ import type { PatchOperation } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { applyAction, finishEvent, transition } from '../nodes/state-machine.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
-import { isPowerAction } from '../nodes/states.js';
+import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
 
 /** The events a conductor fires when a state's work ends. */
@@ -33,7 +34,13 @@ export interface NodeOperationsDeps {
   drivers: DriverRegistry;
   logger: Logger;
   retry: { attempts: number; intervalMs: number };
+  /** This conductor's row id, for `conductor_affinity` when its work leaves boot files here. */
+  conductorId?: () => number | undefined;
 }
+
+/** States whose work leaves the node booting from this conductor's files. */
+const NETWORK_BOOT_STATES: ReadonlySet<string> = new Set(['active', 'wait call-back', 'clean wait', 'inspect wait', 'rescue wait', 'rescue']);
+const RESUMABLE_STATES: ReadonlySet<string> = new Set(WORKING_STATES);
 
 export class NodeOperations {
   /** Background work in flight, so tests and shutdown can wait for it. */
@@ -41,9 +48,38 @@ export class NodeOperations {
 
   constructor(private readonly deps: NodeOperationsDeps) {}
 
-  private lock(uuid: string, purpose: string): Promise<NodeTask> {
-    const { store, host, tracker, retry } = this.deps;
+  private lock(uuid: string, purpose: string, retry = this.deps.retry): Promise<NodeTask> {
+    const { store, host, tracker } = this.deps;
     return acquireTask(store, uuid, { host, tracker, purpose, retry });
+  }
+
+  /**
+   * Resumes a working state (deploying, cleaning, deleting…) whose conductor went away, instead of
+   * failing it as Ironic does. False when the node is locked (someone is on it) or no longer in a
+   * working state.
+   */
+  async resume(uuid: string): Promise<boolean> {
+    let task: NodeTask;
+    try {
+      task = await this.lock(uuid, 'resume', { attempts: 1, intervalMs: 0 });
+    } catch (err) {
+      if (err instanceof NodeLocked) return false;
+      throw err;
+    }
+    const state = task.node.provision_state;
+    if (!RESUMABLE_STATES.has(state)) {
+      await task.release();
+      return false;
+    }
+    try {
+      await task.recordHistory({ eventType: 'provisioning', severity: 'WARNING', event: `resuming "${state}" on conductor ${this.deps.host}: the conductor doing it went away` });
+    } catch (err) {
+      await task.release();
+      throw err;
+    }
+    this.deps.logger.warn({ node: uuid, state }, 'resuming the work of a departed conductor');
+    this.background(task, () => this.drive(task));
+    return true;
   }
 
   private background(task: NodeTask, work: () => Promise<void>): void {
@@ -145,7 +181,9 @@ export class NodeOperations {
       if (event === null) return;
       // A step the table refuses is a bug in this file, not the node's fault: fail loudly.
       const next = transition(status, event);
+      const me = this.deps.conductorId?.();
       await task.update({
+        ...(me !== undefined && NETWORK_BOOT_STATES.has(next.state) ? { conductor_affinity: me } : {}),
         provision_state: next.state,
         target_provision_state: next.target,
         provision_updated_at: new Date(),

@@ -53,8 +53,12 @@ describe('driver registry', () => {
     expect(() => registry.validateInterfaces('ipmi', { power_interface: 'fake' })).toThrow(
       'power_interface "fake" is not enabled for driver ipmi; valid power interfaces: ipmitool',
     );
-    expect(() => registry.validateInterfaces('fake-hardware', { boot_interface: 'pxe' })).toThrow(UnknownInterface);
-    expect(() => registry.validateInterfaces('fake-hardware', { boot_interface: 'pxe' })).toThrow('valid boot interfaces: fake');
+    expect(() => registry.validateInterfaces('fake-hardware', { boot_interface: 'http' })).toThrow(UnknownInterface);
+    expect(() => registry.validateInterfaces('fake-hardware', { boot_interface: 'http' })).toThrow('valid boot interfaces: fake, pxe, ipxe');
+    expect(() => registry.validateInterfaces('fake-hardware', { deploy_interface: 'agent' })).toThrow('valid deploy interfaces: fake, ramdisk');
+    // The generic network-boot interfaces work on fake hardware, as in Ironic; fake stays the default.
+    expect(registry.validateInterfaces('fake-hardware', { boot_interface: 'pxe', deploy_interface: 'ramdisk' })).toMatchObject({ boot_interface: 'pxe', deploy_interface: 'ramdisk', power_interface: 'fake' });
+    expect(registry.validateInterfaces('fake-hardware')).toMatchObject({ boot_interface: 'fake', deploy_interface: 'fake' });
   });
 
   it('honours enabled interfaces and the configured default', () => {

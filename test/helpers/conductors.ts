@@ -21,6 +21,8 @@ export interface RunningConductor {
   host: string;
   proc: CliProcess;
   rpcUrl: string;
+  /** The conductor's data directory (tftpboot/, master_images/ … under it). */
+  dataDir: string;
   status(): Promise<ConductorStatus>;
 }
 
@@ -28,10 +30,12 @@ export interface ConductorOptions {
   group?: string;
   skewMs?: number;
   env?: Record<string, string>;
+  /** A data directory owned by the caller (kept after exit); default a temporary one removed on exit. */
+  dataDir?: string;
 }
 
 export async function startConductor(url: string, host: string, options: ConductorOptions = {}): Promise<RunningConductor> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), `ironring-${host}-`));
+  const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), `ironring-${host}-`));
   const args = ['conductor', '--host', host, '--database', url, '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--data-dir', dataDir];
   if (options.group !== undefined) args.push('--group', options.group);
   const proc = startCli(args, {
@@ -45,13 +49,14 @@ export async function startConductor(url: string, host: string, options: Conduct
     },
     nodeArgs: options.skewMs !== undefined ? ['--import', path.join(REPO_ROOT, 'test/helpers/skew-clock.mjs')] : [],
   });
-  void proc.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
+  if (options.dataDir === undefined) void proc.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
   const m = await proc.waitForOutput(/RPC at (http:\/\/\S+)/, 30_000);
   const rpcUrl = m[1]!;
   return {
     host,
     proc,
     rpcUrl,
+    dataDir,
     async status() {
       const res = await fetch(`${rpcUrl}/v1/status`);
       return (await res.json()) as ConductorStatus;

@@ -30,8 +30,14 @@ type ListQuery = Record<string, string | undefined>;
 /** Builds the view context of a request: base URL, microversion and the live owner of each node. */
 function viewContextFor(store: Store, config: Config) {
   return async (request: FastifyRequest): Promise<NodeViewContext> => {
-    const lookup = await ownerLookup(store, { heartbeatTimeout: config.conductor.heartbeat_timeout, ring: conductorRingOptions(config.conductor) });
-    return { base: baseUrl(request, config.api.public_endpoint), version: request.apiVersion, conductorOf: lookup.owner };
+    const lookup = await ownerLookup(store, { heartbeatTimeout: config.conductor.heartbeat_timeout, ring: conductorRingOptions(config.conductor), replicas: config.conductor.replicas });
+    return {
+      base: baseUrl(request, config.api.public_endpoint),
+      version: request.apiVersion,
+      conductorOf: lookup.owner,
+      replicasOf: lookup.replicas,
+      conductorName: lookup.hostname,
+    };
   };
 }
 

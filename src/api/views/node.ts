@@ -22,6 +22,8 @@ export const NODE_FIELDS: Readonly<Record<string, Microversion>> = {
   inspect_interface: [1, 31], management_interface: [1, 31], power_interface: [1, 31], vendor_interface: [1, 31],
   rescue_interface: [1, 38], fault: [1, 42], conductor_group: [1, 46], protected: [1, 48], protected_reason: [1, 48],
   conductor: [1, 49],
+  // ironring extensions: where the ring places the node and which conductor's boot files are current.
+  conductor_replicas: [1, 49], conductor_affinity: [1, 49],
 };
 
 /** Fields of a list without `detail`, as Ironic. */
@@ -58,6 +60,10 @@ export interface NodeViewContext {
   version: Microversion;
   /** The conductor the ring gives the node to, for the `conductor` field. */
   conductorOf: (node: NodeRow) => string | null;
+  /** The replica conductors after the owner, for `conductor_replicas`. */
+  replicasOf?: (node: NodeRow) => string[];
+  /** Hostname of a conductor row id, for `conductor_affinity`. */
+  conductorName?: (id: number | null) => string | null;
 }
 
 type Getter = (node: NodeRow, ctx: NodeViewContext) => unknown;
@@ -116,6 +122,8 @@ const FIELD_GETTERS: Readonly<Record<string, { get: Getter; columns: ReadonlyArr
   protected: { get: constant(() => false), columns: [] },
   protected_reason: { get: constant(() => null), columns: [] },
   conductor: { get: (n, ctx) => ctx.conductorOf(n), columns: ['uuid', 'conductor_group'] },
+  conductor_replicas: { get: (n, ctx) => ctx.replicasOf?.(n) ?? [], columns: ['uuid', 'conductor_group'] },
+  conductor_affinity: { get: (n, ctx) => ctx.conductorName?.(n.conductor_affinity) ?? null, columns: ['conductor_affinity'] },
 };
 
 /** The columns needed to render `fields` (the uuid always, for links). */

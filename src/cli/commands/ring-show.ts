@@ -12,7 +12,7 @@ interface RingResponse {
   mode: string;
   replicas: number;
   groups: Array<{ conductor_group: string; hosts: string[]; node_counts: Record<string, number> }>;
-  nodes: Array<{ uuid: string; name: string | null; conductor_group: string; owner: string | null; replicas: string[] }>;
+  nodes: Array<{ uuid: string; name: string | null; conductor_group: string; owner: string | null; replicas: string[]; conductor_affinity?: string | null }>;
 }
 
 export function ringShowCommand(): Command {
@@ -37,6 +37,8 @@ export function ringShowCommand(): Command {
           { header: 'Group', value: (n) => n.conductor_group },
           { header: 'Owner', value: (n) => n.owner ?? '(no live conductor)' },
           { header: 'Replicas', value: (n) => n.replicas.join(', ') },
+          // Where the node's boot files are current; "(pending)" while its owner has not taken it over yet.
+          { header: 'Affinity', value: (n) => (n.conductor_affinity ?? '-') + (n.owner !== null && n.conductor_affinity !== n.owner && n.conductor_affinity != null ? ' (pending)' : '') },
         ]);
         if (opts.node !== undefined) return nodes;
         const counts = ring.groups.flatMap((g) =>

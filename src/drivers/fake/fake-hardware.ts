@@ -1,13 +1,17 @@
-/** The `fake-hardware` hardware type: every interface simulated, for tests and demos. */
+/**
+ * The `fake-hardware` hardware type: power and management simulated, for tests and demos. As in
+ * Ironic, it also accepts the generic boot and deploy interfaces (`pxe`, `ipxe`, `ramdisk`), so a
+ * fake node can network-boot from real boot files; the fake ones stay the defaults.
+ */
 import type { HardwareType } from '../hardware-type.js';
 
 export const FAKE_HARDWARE: HardwareType = {
   name: 'fake-hardware',
   description: 'Simulated node: power, boot device, boot files and deploys kept in memory',
   supported: {
-    boot: ['fake'],
+    boot: ['fake', 'pxe', 'ipxe'],
     console: ['no-console', 'fake'],
-    deploy: ['fake'],
+    deploy: ['fake', 'ramdisk'],
     inspect: ['no-inspect', 'fake'],
     management: ['fake'],
     network: ['noop'],

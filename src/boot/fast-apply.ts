@@ -1,0 +1,167 @@
+/**
+ * The common case of `prepare`, done with synchronous file-system calls: a node that is new here
+ * (or already laid out for the same MACs and format), whose images are all in the cache, without
+ * DHCP entries. This is what a take-over mostly is — replicas pre-cached the images — and each
+ * asynchronous call costs ~40 µs of main-thread time against ~5–10 µs for its synchronous twin, so
+ * a take-over of thousands of nodes runs several times faster. Callers yield to the event loop
+ * between nodes; one node blocks it for well under a millisecond.
+ *
+ * Returns null (having changed nothing) whenever the case is not the common one; the caller then
+ * takes the general asynchronous path. Writes are atomic (temp file renamed into place) like there.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { sameFile } from './atomic-fs.js';
+import type { WriteOptions } from './atomic-fs.js';
+import type { NodeSpec } from './node-spec.js';
+import { IMAGE_ROLES } from './types.js';
+
+function tempPath(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
+function statSyncOrNull(path: string, follow = true): Stats | null {
+  try {
+    return follow ? statSync(path) : lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    throw err;
+  }
+}
+
+function readSyncOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+function writeAtomicSync(path: string, content: string, durable: boolean): void {
+  const tmp = tempPath(path);
+  const fd = openSync(tmp, 'wx', 0o644);
+  try {
+    writeSync(fd, content);
+    if (durable) fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    unlinkSync(tmp);
+    throw err;
+  }
+}
+
+function replaceWith(path: string, make: (tmp: string) => void): void {
+  const tmp = tempPath(path);
+  make(tmp);
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    unlinkSync(tmp);
+    throw err;
+  }
+}
+
+export interface FastApplyContext {
+  /** Path of the cached master of an image. */
+  masterPath: (role: (typeof IMAGE_ROLES)[number]) => string;
+  /** Other roots' directories for this node (another boot interface's layout). */
+  otherDirs: readonly string[];
+  write: WriteOptions;
+  /** `boot.ipxe` path and content when the node boots with iPXE. */
+  bootIpxe?: { path: string; content: string };
+}
+
+/** What changed, or null when the fast path does not apply (nothing was touched then). */
+export function applySync(spec: NodeSpec, ctx: FastApplyContext): { written: string[]; removed: string[]; masters: string[] } | null {
+  if (spec.dhcp !== null) return null;
+  if (ctx.otherDirs.some((d) => statSyncOrNull(d) !== null)) return null;
+  const { layout } = spec;
+  const own = readSyncOrNull(layout.manifest);
+  if (own !== null && own !== spec.manifest) return null;
+  const masters: Array<{ role: (typeof IMAGE_ROLES)[number]; path: string; stat: Stats }> = [];
+  for (const role of IMAGE_ROLES) {
+    if (spec.images[role] === undefined) continue;
+    const path = ctx.masterPath(role);
+    const stat = statSyncOrNull(path);
+    if (stat === null) return null;
+    masters.push({ role, path, stat });
+  }
+
+  const durable = ctx.write.durable ?? true;
+  const written: string[] = [];
+  const removed: string[] = [];
+  // A directory this call creates is empty and nothing links to it yet (per-MAC links come last), so
+  // its files need no temp-and-rename: a crash leaves an unreferenced, incomplete directory that the
+  // next pass completes. An existing directory is only ever changed by atomic replacement.
+  let fresh = false;
+  if (own === null) {
+    try {
+      mkdirSync(layout.dir);
+      fresh = true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') {
+        mkdirSync(layout.dir, { recursive: true });
+        fresh = true;
+      } else if (code !== 'EEXIST') throw err;
+    }
+  }
+  const put = (path: string, content: string) => {
+    if (!fresh) return writeAtomicSync(path, content, durable);
+    const fd = openSync(path, 'wx', 0o644);
+    try {
+      writeSync(fd, content);
+      if (durable) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  };
+  for (const role of IMAGE_ROLES) {
+    if (spec.images[role] !== undefined) continue;
+    const dest = layout.images[role];
+    if (statSyncOrNull(dest, false) !== null) {
+      unlinkSync(dest);
+      removed.push(dest);
+    }
+  }
+  for (const m of masters) {
+    const dest = layout.images[m.role];
+    if (fresh) linkSync(m.path, dest);
+    else if (sameFile(statSyncOrNull(dest), m.stat)) continue;
+    else replaceWith(dest, (tmp) => linkSync(m.path, tmp));
+    written.push(dest);
+  }
+  if (fresh || readSyncOrNull(layout.config) !== spec.config) {
+    put(layout.config, spec.config);
+    written.push(layout.config);
+  }
+  if (own !== spec.manifest) {
+    put(layout.manifest, spec.manifest);
+    written.push(layout.manifest);
+  }
+  for (const link of spec.links) {
+    let current: string | null = null;
+    try {
+      current = readlinkSync(link.path);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') mkdirSync(dirname(link.path), { recursive: true });
+      else if (code !== 'EINVAL') throw err;
+    }
+    if (current === link.target) continue;
+    replaceWith(link.path, (tmp) => symlinkSync(link.target, tmp));
+    written.push(link.path);
+  }
+  if (ctx.bootIpxe && readSyncOrNull(ctx.bootIpxe.path) !== ctx.bootIpxe.content) {
+    writeAtomicSync(ctx.bootIpxe.path, ctx.bootIpxe.content, durable);
+    written.push(ctx.bootIpxe.path);
+  }
+  return { written, removed, masters: masters.map((m) => m.path) };
+}

@@ -1,0 +1,627 @@
+/**
+ * The reconciler ("sync local state", DESIGN §1 invariants 2, 3, 5 and §5): keeps this conductor's
+ * local boot state in line with the ring.
+ *
+ * One pass reads the live ring, every node of this conductor's group and its ports (two queries),
+ * and the node directories on disk (two readdirs), then decides per node:
+ * - **owner**, node in a state that boots from the network (active, wait call-back, clean wait,
+ *   rescue…): unless already current here, lock it (one conditional UPDATE per batch), run the
+ *   driver's `deploy.prepare` + `deploy.takeOver` (boot files, per-MAC links, DHCP entries now on
+ *   this conductor), then set `conductor_affinity` to this conductor and unlock (one UPDATE per
+ *   batch) with one history row per node that moved. Maintenance does not stop this: only power
+ *   actions are skipped for nodes in maintenance, never their boot state.
+ * - **owner**, node left in a working state (deploying, cleaning, deleting…) with no lock: the
+ *   conductor doing that work is gone, so the work is resumed here instead of being failed.
+ * - **replica**: the deploy and instance kernel/ramdisk are pre-cached (never the user image).
+ * - **neither** (or a node that no longer boots from the network): local files are removed once the
+ *   new owner has taken over (`conductor_affinity` is someone else), so a node is never without a
+ *   conductor serving its config; files of nodes gone from the database after a grace period.
+ *
+ * "Current" is remembered per node as a fingerprint of everything its boot files derive from, so a
+ * pass over 10,000 nodes where nothing changed touches no file. Passes at start and the periodic
+ * safety net (`sync_local_state_interval`) ignore the fingerprints and re-check every owned node's
+ * files (compare-first: only what is missing or different is written), which is how files deleted
+ * or damaged behind the conductor's back, or a data directory wiped before a restart, are repaired.
+ *
+ * Triggers: ring changes (immediately), start, node changes (PostgreSQL notifications, and a cheap
+ * change-stamp poll on both engines), retries of nodes that could not be taken over yet, and the
+ * periodic pass. Passes never overlap; triggers during a pass coalesce into one more pass.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Logger } from '../common/logger.js';
+import type { ClusterView } from '../cluster/cluster-view.js';
+import type { TaskTracker } from '../cluster/task.js';
+import type { Store } from '../db/connect.js';
+import type { BootEnvironment } from '../boot/index.js';
+import type { DriverRegistry } from '../drivers/index.js';
+import type { ImageRef } from '../drivers/fields.js';
+import type { NodeRow } from '../nodes/node-store.js';
+import { WORKING_STATES } from '../nodes/states.js';
+import type { ConductorMetrics } from './metrics.js';
+
+/** PostgreSQL NOTIFY channel announcing node changes (payload: conductor group). */
+export const NODES_CHANNEL = 'ironring_nodes';
+
+/**
+ * Provision states in which a node boots from its conductor's files (the instance for `active` with
+ * a network-booted deploy; the deploy ramdisk while it is cleaned, inspected, rescued or waits for
+ * its ramdisk to call back).
+ */
+export const BOOT_STATE_STATES: ReadonlySet<string> = new Set([
+  'active',
+  'wait call-back',
+  'clean wait',
+  'inspect wait',
+  'rescue wait',
+  'rescue',
+  'deploying',
+  'cleaning',
+  'inspecting',
+  'rescuing',
+]);
+
+const WORKING: ReadonlySet<string> = new Set(WORKING_STATES);
+
+/** Nodes locked (and released) per UPDATE: far below both engines' bound-parameter limits. */
+const BATCH = 500;
+
+export interface ReconcilerOptions {
+  store: Store;
+  hostname: string;
+  group: string;
+  /** The conductor's row id (set once registered). */
+  conductorId: () => number;
+  view: ClusterView;
+  drivers: () => DriverRegistry;
+  /** This conductor's boot environment; without one, only affinity and in-flight work are handled. */
+  boot: () => BootEnvironment | undefined;
+  tracker: TaskTracker;
+  /** Resumes a working state a departed conductor left behind; false when the node could not be locked. */
+  resume: (uuid: string) => Promise<boolean>;
+  logger: Logger;
+  metrics: ConductorMetrics;
+  replicas: number;
+  workers: number;
+  /** Seconds between safety-net passes; 0 disables them. */
+  intervalSeconds: number;
+  /** How often node changes are polled for (ms). Default 1000. */
+  changePollMs?: number;
+  /** Delay before retrying nodes that could not be taken over (ms). Default 500. */
+  retryMs?: number;
+  /** How long files of a node missing from the database are kept (ms). Default 60 s. */
+  orphanGraceMs?: number;
+}
+
+/** What one pass did. */
+export interface PassReport {
+  trigger: string;
+  verify: boolean;
+  ringVersion: number;
+  nodes: number;
+  owned: number;
+  replicated: number;
+  takenOver: number;
+  precached: number;
+  cleanedUp: number;
+  resumed: number;
+  /** Owned nodes left not current (locked elsewhere, failed): retried shortly. */
+  pending: number;
+  /** Of those, nodes whose take-over failed and that wait for their next try (exponential backoff up to 60 s). */
+  backingOff: number;
+  /** Local state kept for now because the new owner has not taken over yet. */
+  awaitingNewOwner: number;
+  failed: number;
+  durationMs: number;
+}
+
+type Port = { address: string; pxeEnabled: boolean };
+
+/** Runs `fn` over `items` with at most `workers` at a time. */
+async function pool<T>(items: readonly T[], workers: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(workers, items.length) }, run));
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * A node's version: its `updated_at` as the database wrote it (every write of a node row sets it, by
+ * the database clock, to the microsecond on PostgreSQL) and its ports. Equal fingerprints mean the
+ * boot files made for one are still right for the other.
+ */
+function fingerprint(stamp: string, ports: readonly Port[]): string {
+  let out = stamp;
+  for (const p of ports) out += `|${p.address}${p.pxeEnabled ? '+' : '-'}`;
+  return out;
+}
+
+/** The columns a pass decides with; full rows are read only for nodes that need work. */
+type NodeBrief = Pick<NodeRow, 'id' | 'uuid' | 'provision_state' | 'reservation' | 'conductor_affinity' | 'maintenance'> & { stamp: string };
+const stampColumn = sql<string>`cast(updated_at as text)`.as('stamp');
+
+function imageRef(bag: Readonly<Record<string, unknown>>, key: string): ImageRef | undefined {
+  const url = bag[key];
+  const checksum = bag[`${key}_checksum`];
+  return typeof url === 'string' && typeof checksum === 'string' ? { url, checksum } : undefined;
+}
+
+/** The kernels and ramdisks a replica keeps ready: deploy pair and instance pair, never the user image. */
+function bootImages(node: NodeRow): Record<string, ImageRef> {
+  const images: Record<string, ImageRef> = {};
+  const pairs: Array<[string, Readonly<Record<string, unknown>>, string]> = [
+    ['deployKernel', node.driver_info, 'deploy_kernel'],
+    ['deployRamdisk', node.driver_info, 'deploy_ramdisk'],
+    ['kernel', node.instance_info, 'kernel'],
+    ['ramdisk', node.instance_info, 'ramdisk'],
+  ];
+  for (const [role, bag, key] of pairs) {
+    const ref = imageRef(bag, key);
+    if (ref) images[role] = ref;
+  }
+  return images;
+}
+
+export class Reconciler {
+  /** Fingerprint of each owned node whose boot state this process made current. */
+  private readonly current = new Map<string, string>();
+  /** Images each replica node had pre-cached, by uuid. */
+  private readonly cached = new Map<string, string>();
+  /** Nodes whose take-over failed: retried with exponential backoff while their inputs are unchanged. */
+  private readonly failures = new Map<string, { fp: string; count: number; until: number }>();
+  /** When a node directory with no node in the database was first seen. */
+  private readonly orphanSince = new Map<string, number>();
+  private running: Promise<void> | null = null;
+  private pendingTrigger: { reason: string; verify: boolean } | null = null;
+  private stopped = true;
+  private intervalTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private listener: { close(): Promise<void> } | null = null;
+  private changeStamp = '';
+  private readonly log: Logger;
+  /** The last pass's report. */
+  last: PassReport | null = null;
+  /** Resolvers waiting for the next pass to end. */
+  private waiters: Array<(report: PassReport) => void> = [];
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.log = options.logger.child({ component: 'reconciler' });
+  }
+
+  /** Subscribes to the triggers and runs the start pass (files checked, nothing trusted). */
+  async start(): Promise<void> {
+    this.stopped = false;
+    const { view, store, intervalSeconds } = this.options;
+    this.unsubscribe = view.subscribe((change) => {
+      if (change.group === this.options.group) this.trigger(`ring change to version ${change.version}`);
+    });
+    this.listener = await store.listen(NODES_CHANNEL, {
+      onMessage: (payload) => {
+        if (payload === this.options.group || payload === '') this.trigger('node change');
+      },
+      onReconnect: () => this.trigger('notifications resumed'),
+      onError: () => undefined,
+    });
+    this.pollTimer = setInterval(() => void this.pollChanges(), this.options.changePollMs ?? 1000);
+    this.pollTimer.unref();
+    if (intervalSeconds > 0) {
+      this.intervalTimer = setInterval(() => this.trigger('periodic', { verify: true }), intervalSeconds * 1000);
+      this.intervalTimer.unref();
+    }
+    this.trigger('start', { verify: true });
+  }
+
+  /** Stops the triggers and waits for a running pass (which stops between nodes). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of [this.intervalTimer, this.pollTimer, this.retryTimer]) if (timer) clearInterval(timer);
+    this.unsubscribe?.();
+    await this.listener?.close();
+    this.listener = null;
+    await this.running;
+  }
+
+  /** Asks for a pass; passes never overlap, and asks during one coalesce into one more pass. */
+  trigger(reason: string, options: { verify?: boolean } = {}): void {
+    if (this.stopped) return;
+    const verify = options.verify ?? false;
+    const before = this.pendingTrigger;
+    const reasons = before && !before.reason.split(', ').includes(reason) ? `${before.reason}, ${reason}` : (before?.reason ?? reason);
+    this.pendingTrigger = { reason: reasons, verify: verify || (before?.verify ?? false) };
+    if (this.running) return;
+    this.running = this.loop().finally(() => {
+      this.running = null;
+    });
+  }
+
+  /** Resolves with the report of the next pass to finish (triggering one if none is due). */
+  nextPass(options: { verify?: boolean } = {}): Promise<PassReport> {
+    const done = new Promise<PassReport>((resolve) => this.waiters.push(resolve));
+    this.trigger('requested', options);
+    return done;
+  }
+
+  private async loop(): Promise<void> {
+    while (this.pendingTrigger && !this.stopped) {
+      const { reason, verify } = this.pendingTrigger;
+      this.pendingTrigger = null;
+      let report: PassReport;
+      try {
+        report = await this.pass(reason, verify);
+      } catch (err) {
+        this.log.error({ err: (err as Error).message, trigger: reason }, 'reconcile pass failed; retrying');
+        this.scheduleRetry(2000);
+        continue;
+      }
+      this.last = report;
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const wake of waiters) wake(report);
+      if (report.pending > 0 || report.awaitingNewOwner > 0) this.scheduleRetry(this.options.retryMs ?? 500);
+      else if (report.backingOff > 0) this.scheduleRetry(Math.max(100, Math.min(...[...this.failures.values()].map((f) => f.until)) - Date.now()));
+    }
+  }
+
+  private scheduleRetry(ms: number): void {
+    if (this.stopped || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.trigger('retry');
+    }, ms);
+    this.retryTimer.unref();
+  }
+
+  /** Triggers a pass when the group's nodes or ports changed since the last look (one small query). */
+  private async pollChanges(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const { store, group } = this.options;
+      const row = await store.db
+        .selectFrom('nodes')
+        .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.max('updated_at').as('u')])
+        .where('conductor_group', '=', group)
+        .executeTakeFirst();
+      const ports = await store.db
+        .selectFrom('ports')
+        .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.max('updated_at').as('u')])
+        .executeTakeFirst();
+      const stamp = JSON.stringify([row?.n, String(row?.u), ports?.n, String(ports?.u)]);
+      if (this.changeStamp !== '' && stamp !== this.changeStamp) this.trigger('node change');
+      this.changeStamp = stamp;
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'could not poll for node changes');
+    }
+  }
+
+  /** One pass; see the module comment. */
+  async pass(trigger: string, verify: boolean): Promise<PassReport> {
+    const started = performance.now();
+    const { store, group, view, metrics } = this.options;
+    const me = this.options.conductorId();
+    const ringVersion = view.version;
+    const ring = view.rings.tryRing(group);
+    const report: PassReport = {
+      trigger,
+      verify,
+      ringVersion,
+      nodes: 0,
+      owned: 0,
+      replicated: 0,
+      takenOver: 0,
+      precached: 0,
+      cleanedUp: 0,
+      resumed: 0,
+      pending: 0,
+      backingOff: 0,
+      awaitingNewOwner: 0,
+      failed: 0,
+      durationMs: 0,
+    };
+    const boot = this.options.boot();
+    const [nodes, portRows, onDisk] = await Promise.all([
+      store.db
+        .selectFrom('nodes')
+        .select(['id', 'uuid', 'provision_state', 'reservation', 'conductor_affinity', 'maintenance', stampColumn])
+        .where('conductor_group', '=', group)
+        .execute() as Promise<NodeBrief[]>,
+      store.db
+        .selectFrom('ports')
+        .innerJoin('nodes', 'nodes.id', 'ports.node_id')
+        .select(['ports.node_id', 'ports.address', 'ports.pxe_enabled'])
+        .where('nodes.conductor_group', '=', group)
+        .orderBy('ports.id')
+        .execute(),
+      boot ? boot.listPrepared() : Promise.resolve([] as string[]),
+    ]);
+    report.nodes = nodes.length;
+    const ports = new Map<number, Port[]>();
+    for (const p of portRows) {
+      let list = ports.get(p.node_id);
+      if (!list) ports.set(p.node_id, (list = []));
+      list.push({ address: p.address, pxeEnabled: p.pxe_enabled });
+    }
+    const disk = new Set(onDisk);
+    const known = new Set<string>();
+
+    const takeOver: NodeBrief[] = [];
+    const fingerprints = new Map<number, string>();
+    const resume: NodeBrief[] = [];
+    const precache: NodeBrief[] = [];
+    const cleanUp: string[] = [];
+
+    for (const node of nodes) {
+      known.add(node.uuid);
+      const [owner, ...replicas] = ring ? ring.lookup(node.uuid, { replicas: this.options.replicas }) : [];
+      const needs = BOOT_STATE_STATES.has(node.provision_state);
+      const nodePorts = ports.get(node.id) ?? [];
+      if (owner === this.options.hostname) {
+        report.owned += 1;
+        if (!needs) {
+          this.current.delete(node.uuid);
+          // Left-overs of a node that no longer boots from the network (a crash between steps).
+          if (disk.has(node.uuid) && node.reservation === null && !WORKING.has(node.provision_state)) cleanUp.push(node.uuid);
+          continue;
+        }
+        if (node.reservation !== null) {
+          // Our own operation on it keeps its files current itself; anyone else's: try again soon.
+          if (node.reservation !== this.options.hostname || node.conductor_affinity !== me) report.pending += 1;
+          continue;
+        }
+        if (WORKING.has(node.provision_state) && !node.maintenance) {
+          resume.push(node);
+          continue;
+        }
+        const fp = fingerprint(node.stamp, nodePorts);
+        if (!verify && node.conductor_affinity === me && this.current.get(node.uuid) === fp) continue;
+        fingerprints.set(node.id, fp);
+        const failure = this.failures.get(node.uuid);
+        if (failure && failure.fp === fp && Date.now() < failure.until) {
+          report.backingOff += 1;
+          continue;
+        }
+        takeOver.push(node);
+        continue;
+      }
+      this.current.delete(node.uuid);
+      this.failures.delete(node.uuid);
+      const replica = replicas.includes(this.options.hostname);
+      if (replica) report.replicated += 1;
+      if (replica && needs && boot) {
+        if (verify || this.cached.get(node.uuid) !== node.stamp) precache.push(node);
+      } else {
+        this.cached.delete(node.uuid);
+      }
+      if (disk.has(node.uuid)) {
+        // Keep serving until the new owner has taken over; then the files here are stale.
+        if (needs && (node.conductor_affinity === me || node.conductor_affinity === null)) report.awaitingNewOwner += 1;
+        else cleanUp.push(node.uuid);
+      }
+    }
+
+    // Directories of nodes not in this group's list: deleted nodes, or nodes moved to another group.
+    const now = Date.now();
+    for (const uuid of disk) {
+      if (known.has(uuid)) {
+        this.orphanSince.delete(uuid);
+        continue;
+      }
+      const since = this.orphanSince.get(uuid) ?? now;
+      this.orphanSince.set(uuid, since);
+      if (now - since >= (this.options.orphanGraceMs ?? 60_000)) cleanUp.push(uuid);
+    }
+    for (const uuid of this.orphanSince.keys()) if (!disk.has(uuid)) this.orphanSince.delete(uuid);
+
+    if (takeOver.length > 0) await this.takeOver(takeOver, fingerprints, ports, me, report);
+    for (const node of resume) {
+      if (this.stopped) break;
+      try {
+        if (await this.options.resume(node.uuid)) {
+          report.resumed += 1;
+          metrics.resumed.inc();
+        } else {
+          report.pending += 1;
+        }
+      } catch (err) {
+        report.pending += 1;
+        this.log.warn({ node: node.uuid, err: (err as Error).message }, 'could not resume the work of a departed conductor');
+      }
+    }
+    if (boot) {
+      const rows: NodeRow[] = [];
+      for (const batch of chunks(precache, BATCH)) {
+        if (this.stopped) break;
+        rows.push(
+          ...(await store.db
+            .selectFrom('nodes')
+            .selectAll()
+            .where(
+              'id',
+              'in',
+              batch.map((n) => n.id),
+            )
+            .execute()),
+        );
+      }
+      const stamps = new Map(precache.map((n) => [n.id, n.stamp]));
+      // Nodes of one image set share a key: each set is fetched once, not once per node.
+      const done = new Map<string, Promise<void>>();
+      await pool(rows, this.options.workers, async (node) => {
+        if (this.stopped) return;
+        const images = bootImages(node);
+        const key = JSON.stringify(images);
+        try {
+          let fill = done.get(key);
+          if (!fill) done.set(key, (fill = boot.precache(images).then(() => undefined)));
+          await fill;
+          this.cached.set(node.uuid, stamps.get(node.id) ?? '');
+          report.precached += 1;
+          metrics.precaches.inc();
+        } catch (err) {
+          report.failed += 1;
+          metrics.failures.inc();
+          this.log.warn({ node: node.uuid, err: (err as Error).message }, 'could not pre-cache images for a replica node');
+        }
+      });
+      await pool(cleanUp, this.options.workers, async (uuid) => {
+        if (this.stopped) return;
+        try {
+          const changes = await boot.cleanUp({ uuid });
+          this.current.delete(uuid);
+          this.orphanSince.delete(uuid);
+          if (changes.removed.length + changes.written.length > 0) {
+            report.cleanedUp += 1;
+            metrics.cleanups.inc();
+          }
+        } catch (err) {
+          report.failed += 1;
+          metrics.failures.inc();
+          this.log.warn({ node: uuid, err: (err as Error).message }, 'could not remove local boot state');
+        }
+      });
+    }
+
+    report.durationMs = performance.now() - started;
+    metrics.nodesOwned.set(report.owned);
+    metrics.nodesReplicated.set(report.replicated);
+    metrics.nodesPendingTakeover.set(report.pending + report.backingOff);
+    metrics.lastPassSeconds.set(report.durationMs / 1000);
+    metrics.passSeconds.observe({ trigger: trigger.split(' ')[0] }, report.durationMs / 1000);
+    metrics.ringVersion.set(ringVersion);
+    const worked = report.takenOver + report.cleanedUp + report.resumed + report.precached + report.failed;
+    (worked > 0 ? this.log.info.bind(this.log) : this.log.debug.bind(this.log))(
+      { ...report, durationMs: Math.round(report.durationMs) },
+      'reconcile pass',
+    );
+    return report;
+  }
+
+  /**
+   * Takes nodes over in batches: one UPDATE locks a batch (nodes someone else holds stay pending),
+   * the workers rebuild each node's boot state, one UPDATE sets affinity and unlocks the done ones,
+   * one more unlocks the failed ones, one INSERT records the moves.
+   */
+  private async takeOver(
+    candidates: readonly NodeBrief[],
+    fingerprints: ReadonlyMap<number, string>,
+    ports: ReadonlyMap<number, Port[]>,
+    me: number,
+    report: PassReport,
+  ): Promise<void> {
+    const { store, hostname, metrics } = this.options;
+    const previous = new Map(candidates.map((n) => [n.id, n.conductor_affinity]));
+    // Names of previous holders, departed ones included, for the history.
+    const hostById = new Map((await store.db.selectFrom('conductors').select(['id', 'hostname']).execute()).map((c) => [c.id, c.hostname]));
+    const version = this.options.view.version;
+    for (const batch of chunks(candidates, BATCH)) {
+      // The ring moved under this pass: what is left may not be ours any more. The pass that the
+      // ring change queued decides again.
+      if (this.stopped || this.options.tracker.draining || this.options.view.version !== version) {
+        report.pending += batch.length;
+        continue;
+      }
+      const locked = await store.db
+        .updateTable('nodes')
+        .set({ reservation: hostname })
+        .where(
+          'id',
+          'in',
+          batch.map((n) => n.id),
+        )
+        .where('reservation', 'is', null)
+        .where('conductor_group', '=', this.options.group)
+        .returningAll()
+        .execute();
+      report.pending += batch.length - locked.length;
+      const done: NodeRow[] = [];
+      const failed: Array<{ node: NodeRow; error: string; first?: boolean }> = [];
+      const boot = this.options.boot();
+      const inBatch = <T>(fn: () => Promise<T>): Promise<T> => (boot ? boot.batch(fn) : fn());
+      // One flush of the file systems for the whole batch, before conductor_affinity says "here".
+      await inBatch(() => pool(locked, this.options.workers, async (node) => {
+        if (this.stopped) {
+          failed.push({ node, error: 'conductor stopping', first: false });
+          return;
+        }
+        const nodePorts = ports.get(node.id) ?? [];
+        try {
+          const task = this.options.drivers().bind({ node, ports: nodePorts, logger: this.log.child({ node: node.uuid }) });
+          await task.driver.deploy.prepare(task);
+          await task.driver.deploy.takeOver(task);
+          this.failures.delete(node.uuid);
+          done.push(node);
+        } catch (err) {
+          this.current.delete(node.uuid);
+          const fp = fingerprints.get(node.id) ?? '';
+          const before = this.failures.get(node.uuid);
+          const count = before && before.fp === fp ? before.count + 1 : 1;
+          this.failures.set(node.uuid, { fp, count, until: Date.now() + Math.min(60_000, 1000 * 2 ** (count - 1)) });
+          failed.push({ node, error: (err as Error).message, first: count === 1 });
+        }
+      }));
+      if (done.length > 0) {
+        const updated = await store.db
+          .updateTable('nodes')
+          .set({ conductor_affinity: me, reservation: null, updated_at: store.sqlNow() })
+          .where(
+            'id',
+            'in',
+            done.map((n) => n.id),
+          )
+          .where('reservation', '=', hostname)
+          .returning(['id', 'uuid', stampColumn])
+          .execute();
+        // Remember each node as of this write: the next pass skips it unless someone changes it.
+        for (const row of updated) this.current.set(row.uuid, fingerprint(row.stamp, ports.get(row.id) ?? []));
+      }
+      if (failed.length > 0) {
+        await store.db
+          .updateTable('nodes')
+          .set({ reservation: null })
+          .where(
+            'id',
+            'in',
+            failed.map((f) => f.node.id),
+          )
+          .where('reservation', '=', hostname)
+          .execute();
+      }
+      const history = [
+        ...done
+          .filter((n) => previous.get(n.id) !== me)
+          .map((n) => {
+            const was = previous.get(n.id);
+            const from = was === null || was === undefined ? 'no conductor' : `conductor ${hostById.get(was) ?? `#${was}`}`;
+            return { node_id: n.id, severity: 'INFO', event: `boot state taken over by conductor ${hostname} from ${from}` };
+          }),
+        // One history row per failure cause, not one per retry.
+        ...failed.filter((f) => f.first).map((f) => ({ node_id: f.node.id, severity: 'ERROR', event: `take-over by conductor ${hostname} failed: ${f.error}` })),
+      ];
+      if (history.length > 0) {
+        await store.db
+          .insertInto('node_history')
+          .values(history.map((h) => ({ uuid: randomUUID(), conductor: hostname, event_type: 'conductor', created_at: store.sqlNow(), ...h })))
+          .execute();
+      }
+      report.takenOver += done.length;
+      metrics.takeovers.inc(done.length);
+      report.failed += failed.length;
+      report.backingOff += failed.length;
+      if (failed.length > 0) {
+        metrics.failures.inc(failed.length);
+        (failed.some((f) => f.first) ? this.log.warn.bind(this.log) : this.log.debug.bind(this.log))({ nodes: failed.slice(0, 5).map((f) => ({ node: f.node.uuid, err: f.error })), failed: failed.length }, 'take-over failed; retrying');
+      }
+    }
+  }
+}

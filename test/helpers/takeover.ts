@@ -1,0 +1,245 @@
+/**
+ * Take-over scenarios (issue #7): deployed ramdisk nodes seeded straight into the database, and the
+ * invariant checker every scenario and the take-over benchmark use (DESIGN §1 invariants 2, 3, 5).
+ */
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { listConductors, membersByGroup } from '../../src/cluster/membership.js';
+import type { Store } from '../../src/db/connect.js';
+import { HashRing } from '../../src/ring/index.js';
+import type { HashRingOptions } from '../../src/ring/index.js';
+import { BOOT_STATE_STATES } from '../../src/conductor/reconciler.js';
+
+export interface TestImage {
+  url: string;
+  checksum: string;
+  /** Master file name in an image cache (`sha256-<hex>`). */
+  master: string;
+  size: number;
+}
+
+export interface TestImages {
+  deployKernel: TestImage;
+  deployRamdisk: TestImage;
+  kernel: TestImage;
+  ramdisk: TestImage;
+  /** The user image (`instance_info.image_source`): must never be cached by anyone. */
+  user: TestImage;
+}
+
+/** Writes five small images of distinct sizes under `dir` (file:// URLs with sha256 checksums). */
+export function writeTestImages(dir: string): TestImages {
+  mkdirSync(dir, { recursive: true });
+  const make = (name: string, size: number): TestImage => {
+    const data = randomBytes(size);
+    const file = path.join(dir, name);
+    writeFileSync(file, data);
+    const hex = createHash('sha256').update(data).digest('hex');
+    return { url: `file://${file}`, checksum: `sha256:${hex}`, master: `sha256-${hex}`, size };
+  };
+  return {
+    deployKernel: make('deploy.kernel', 40_001),
+    deployRamdisk: make('deploy.initramfs', 60_002),
+    kernel: make('vmlinuz', 50_003),
+    ramdisk: make('initrd.img', 70_004),
+    user: make('user.qcow2', 90_005),
+  };
+}
+
+/** A MAC address derived from a node index (unique up to 2**24 nodes). */
+export function testMac(i: number): string {
+  const b = [0x52, 0x54, 0x00, (i >> 16) & 0xff, (i >> 8) & 0xff, i & 0xff];
+  return b.map((x) => x.toString(16).padStart(2, '0')).join(':');
+}
+
+export interface SeededNode {
+  uuid: string;
+  mac: string;
+}
+
+/**
+ * Inserts `count` fake-hardware nodes as a ramdisk deploy leaves them — `active`, pxe boot, ramdisk
+ * deploy, instance kernel/ramdisk and a user image in instance_info — each with one pxe-enabled port.
+ */
+export async function seedDeployedNodes(store: Store, count: number, images: TestImages, options: { first?: number; state?: string; group?: string } = {}): Promise<SeededNode[]> {
+  const first = options.first ?? 0;
+  const seeded: SeededNode[] = [];
+  for (let start = 0; start < count; start += 500) {
+    const rows = Array.from({ length: Math.min(500, count - start) }, (_, k) => {
+      const i = first + start + k;
+      return {
+        uuid: randomUUID(),
+        name: `node-${i}`,
+        driver: 'fake-hardware',
+        boot_interface: 'pxe',
+        deploy_interface: 'ramdisk',
+        provision_state: options.state ?? 'active',
+        power_state: 'power on',
+        conductor_group: options.group ?? '',
+        instance_uuid: randomUUID(),
+        driver_info: JSON.stringify({
+          deploy_kernel: images.deployKernel.url,
+          deploy_kernel_checksum: images.deployKernel.checksum,
+          deploy_ramdisk: images.deployRamdisk.url,
+          deploy_ramdisk_checksum: images.deployRamdisk.checksum,
+        }),
+        instance_info: JSON.stringify({
+          kernel: images.kernel.url,
+          kernel_checksum: images.kernel.checksum,
+          ramdisk: images.ramdisk.url,
+          ramdisk_checksum: images.ramdisk.checksum,
+          image_source: images.user.url,
+          image_checksum: images.user.checksum,
+        }),
+        mac: testMac(i),
+      };
+    });
+    const inserted = await store.db
+      .insertInto('nodes')
+      .values(rows.map(({ mac: _mac, ...r }) => r))
+      .returning(['id', 'uuid'])
+      .execute();
+    const byUuid = new Map(inserted.map((r) => [r.uuid, r.id]));
+    await store.db
+      .insertInto('ports')
+      .values(rows.map((r) => ({ uuid: randomUUID(), address: r.mac, node_id: byUuid.get(r.uuid)!, pxe_enabled: true })))
+      .execute();
+    seeded.push(...rows.map((r) => ({ uuid: r.uuid, mac: r.mac })));
+  }
+  return seeded;
+}
+
+/** A conductor's directories as the checker reads them. */
+export interface ConductorDisk {
+  hostname: string;
+  dataDir: string;
+}
+
+export interface InvariantOptions {
+  heartbeatTimeout: number;
+  replicas: number;
+  ring?: HashRingOptions;
+  /** The images the nodes were seeded with (for the replica-cache and user-image checks). */
+  images?: TestImages;
+}
+
+export interface InvariantReport {
+  /** Every violation, one line each; empty when all invariants hold. */
+  violations: string[];
+  /** Nodes that need boot state, and how many of them are fully current on their owner. */
+  nodes: number;
+  current: number;
+  /** Live conductors by the database clock. */
+  live: string[];
+}
+
+async function exists(p: string): Promise<boolean> {
+  return (await stat(p).catch(() => null)) !== null;
+}
+
+/**
+ * The invariants after convergence, judged from the database (live conductors by the database
+ * clock, nodes, ports, reservations) and every conductor's disk:
+ * 1. each node that boots from the network has exactly one live owner, `conductor_affinity` = that
+ *    owner, and current state there: config, per-MAC link resolving to it, kernel/ramdisk present;
+ * 2. no other live conductor has files for it, except image-cache entries of its replicas, which
+ *    hold its deploy and instance kernel/ramdisk — and nobody ever caches the user image;
+ * 3. no reservation is held by a conductor that is not live.
+ */
+export async function checkInvariants(store: Store, disks: readonly ConductorDisk[], options: InvariantOptions): Promise<InvariantReport> {
+  const violations: string[] = [];
+  const conductors = await listConductors(store, options.heartbeatTimeout);
+  const live = conductors.filter((c) => c.alive);
+  const idOf = new Map(live.map((c) => [c.hostname, c.id]));
+  const rings = new Map<string, HashRing>();
+  for (const [group, members] of membersByGroup(live)) rings.set(group, new HashRing(members, options.ring ?? {}));
+  const nodes = await store.db.selectFrom('nodes').select(['id', 'uuid', 'conductor_group', 'provision_state', 'conductor_affinity', 'reservation']).execute();
+  const ports = await store.db.selectFrom('ports').select(['node_id', 'address']).where('pxe_enabled', '=', true).execute();
+  const macs = new Map<number, string[]>();
+  for (const p of ports) macs.set(p.node_id, [...(macs.get(p.node_id) ?? []), p.address]);
+  const liveDisks = disks.filter((d) => idOf.has(d.hostname));
+  const dirs = new Map<string, Set<string>>();
+  const masters = new Map<string, Set<string>>();
+  for (const d of liveDisks) {
+    dirs.set(d.hostname, new Set(await readdir(path.join(d.dataDir, 'tftpboot')).catch(() => [])));
+    masters.set(d.hostname, new Set(await readdir(path.join(d.dataDir, 'master_images')).catch(() => [])));
+  }
+  let needing = 0;
+  let current = 0;
+  const liveNames = new Set(idOf.keys());
+  for (const node of nodes) {
+    if (node.reservation !== null && !liveNames.has(node.reservation)) violations.push(`${node.uuid}: reservation held by ${node.reservation}, which is not live`);
+    if (!BOOT_STATE_STATES.has(node.provision_state)) continue;
+    needing += 1;
+    const ring = rings.get(node.conductor_group);
+    if (!ring) {
+      violations.push(`${node.uuid}: no live conductor in group "${node.conductor_group}"`);
+      continue;
+    }
+    const [owner, ...replicas] = ring.lookup(node.uuid, { replicas: options.replicas });
+    if (node.conductor_affinity !== idOf.get(owner!)) {
+      violations.push(`${node.uuid}: conductor_affinity ${node.conductor_affinity} is not its owner ${owner} (#${idOf.get(owner!)})`);
+    }
+    const disk = liveDisks.find((d) => d.hostname === owner);
+    if (disk) {
+      const root = path.join(disk.dataDir, 'tftpboot');
+      const config = await readFile(path.join(root, node.uuid, 'config'), 'utf8').catch(() => null);
+      let ok = config !== null;
+      if (config === null) violations.push(`${node.uuid}: no config on its owner ${owner}`);
+      for (const mac of macs.get(node.id) ?? []) {
+        const link = path.join(root, 'pxelinux.cfg', `01-${mac.replaceAll(':', '-')}`);
+        const viaLink = await readFile(link, 'utf8').catch(() => null);
+        if (viaLink === null || viaLink !== config) {
+          ok = false;
+          violations.push(`${node.uuid}: per-MAC link ${path.basename(link)} on ${owner} does not resolve to its config`);
+        }
+      }
+      for (const file of ['kernel', 'ramdisk']) {
+        if (!(await exists(path.join(root, node.uuid, file)))) {
+          ok = false;
+          violations.push(`${node.uuid}: ${file} missing on its owner ${owner}`);
+        } else if (config !== null && !config.includes(`${node.uuid}/${file}`)) {
+          ok = false;
+          violations.push(`${node.uuid}: config on ${owner} does not boot ${file}`);
+        }
+      }
+      if (ok) current += 1;
+    }
+    for (const d of liveDisks) {
+      if (d.hostname === owner) continue;
+      if (dirs.get(d.hostname)!.has(node.uuid)) violations.push(`${node.uuid}: ${d.hostname} still has boot files but the owner is ${owner}`);
+    }
+    if (options.images) {
+      for (const replica of replicas) {
+        const cache = masters.get(replica);
+        if (!cache) continue;
+        for (const role of ['deployKernel', 'deployRamdisk', 'kernel', 'ramdisk'] as const) {
+          if (!cache.has(options.images[role].master)) violations.push(`${node.uuid}: replica ${replica} lacks the ${role} in its image cache`);
+        }
+      }
+    }
+  }
+  if (options.images) {
+    for (const [host, cache] of masters) if (cache.has(options.images.user.master)) violations.push(`${host} cached the user image`);
+  }
+  return { violations, nodes: needing, current, live: [...liveNames].sort() };
+}
+
+/** Fetches `file` from a TFTP server with curl; null when it is not served. */
+export function tftpGet(address: string, file: string, timeoutMs = 3000): Promise<string | null> {
+  return new Promise((resolve) => {
+    const child = spawn('curl', ['-sS', '--max-time', String(Math.ceil(timeoutMs / 1000)), `tftp://${address}/${file}`], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    child.on('close', (code) => resolve(code === 0 ? Buffer.concat(chunks).toString('utf8') : null));
+    child.on('error', () => resolve(null));
+  });
+}
+
+/** The per-MAC PXELINUX config path of a MAC. */
+export function pxelinuxPath(mac: string): string {
+  return `pxelinux.cfg/01-${mac.toLowerCase().replaceAll(':', '-')}`;
+}
