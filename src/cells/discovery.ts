@@ -133,17 +133,24 @@ async function discoverInCell(
 
   const computeHosts = hosts.filter((h) => inCell.has(h) && kinds.get(h)!.has('compute'));
   const serviceHosts = hosts.filter((h) => inCell.has(h) && kinds.get(h)!.has('service'));
-  if (computeHosts.length > 0) await retrying(() => markMapped(store, 'compute_nodes', computeHosts));
-  if (serviceHosts.length > 0) await retrying(() => markMapped(store, 'services', serviceHosts));
+  await Promise.all([
+    ...chunks(store, computeHosts).map((part) => retrying(() => markMapped(store, 'compute_nodes', part))),
+    ...chunks(store, serviceHosts).map((part) => retrying(() => markMapped(store, 'services', part))),
+  ]);
   status(`Found ${created.size} unmapped computes in cell: ${cell.uuid}`);
   if (created.size > 0) logger?.info({ cell: cell.name, cellUuid: cell.uuid, hosts: created.size }, 'mapped hosts to cell');
 }
 
 /** The distinct hosts of unmapped compute nodes (and services), each with where it was found. */
 async function selectUnmapped(store: Store, byService: boolean): Promise<Array<{ host: string; kind: Kind }>> {
-  const nodes = sql`select distinct host, 'compute' as kind from compute_nodes where mapped = ${false}`;
+  // SQLite plans by its statistics too; an ANALYZE taken while every row was unmapped would make
+  // it scan the whole table. The `mapped` indexes are what keeps this query cheap, so name them.
+  const sqlite = store.engine === 'sqlite';
+  const nodesFrom = sqlite ? sql`compute_nodes indexed by compute_nodes_mapped_idx` : sql`compute_nodes`;
+  const servicesFrom = sqlite ? sql`services indexed by services_mapped_idx` : sql`services`;
+  const nodes = sql`select distinct host, 'compute' as kind from ${nodesFrom} where mapped = ${false}`;
   const query = byService
-    ? sql<{ host: string; kind: Kind }>`${nodes} union all select distinct host, 'service' as kind from services where mapped = ${false} and "binary" = ${COMPUTE_BINARY}`
+    ? sql<{ host: string; kind: Kind }>`${nodes} union all select distinct host, 'service' as kind from ${servicesFrom} where mapped = ${false} and "binary" = ${COMPUTE_BINARY}`
     : sql<{ host: string; kind: Kind }>`${nodes}`;
   return (await query.execute(store.db)).rows;
 }
@@ -173,6 +180,22 @@ async function selectMappings(api: Store, hosts: readonly string[]): Promise<Arr
     where hm.host in ${hostSet(api, hosts)}`.execute(api.db);
   return rows.rows.map((r) => ({ host: r.host, cellId: Number(r.cell_id), cellUuid: r.uuid, cellName: r.name }));
 }
+
+/**
+ * Splits a large host set so PostgreSQL marks it from several connections at once (each statement
+ * is one backend, and marking 100,000 rows is the bulk of a first run). SQLite has one writer.
+ */
+function chunks(store: Store, hosts: readonly string[]): string[][] {
+  if (hosts.length === 0) return [];
+  const parts = store.engine === 'postgres' ? Math.min(MARK_PARALLELISM, Math.ceil(hosts.length / 1000)) : 1;
+  const size = Math.ceil(hosts.length / parts);
+  const out: string[][] = [];
+  for (let i = 0; i < hosts.length; i += size) out.push(hosts.slice(i, i + size));
+  return out;
+}
+
+/** Concurrent UPDATE statements per table on PostgreSQL. */
+const MARK_PARALLELISM = 2;
 
 async function markMapped(store: Store, table: 'compute_nodes' | 'services', hosts: readonly string[]): Promise<void> {
   const binary = table === 'services' ? sql` and "binary" = ${COMPUTE_BINARY}` : sql``;
