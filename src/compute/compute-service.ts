@@ -106,7 +106,6 @@ export class ComputeService {
 
     const every = (ms: number, fn: () => Promise<unknown>) => {
       const timer = setInterval(() => void fn().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'periodic task failed')), ms);
-      timer.unref();
       this.timers.push(timer);
     };
     every(options.reportInterval * 1000, () => this.heartbeat());
