@@ -72,6 +72,7 @@ export class ComputeService {
   private resourcesAgain = false;
   private instancesRunning: Promise<void> | null = null;
   private instancesAgain = false;
+  private quickTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly log: Logger;
 
@@ -211,7 +212,15 @@ export class ComputeService {
         do {
           this.instancesAgain = false;
           if (this.stopped || !this.worker) return;
-          await this.worker.pass();
+          const pending = await this.worker.pass();
+          // Instances in flight are re-checked soon: a node's deploy or clean-up takes seconds, not
+          // a whole poll interval (a quarter of a second costs one indexed query and a GET per node).
+          if (pending > 0 && !this.quickTimer) {
+            this.quickTimer = setTimeout(() => {
+              this.quickTimer = undefined;
+              void this.workInstances();
+            }, 250);
+          }
         } while (this.instancesAgain && !this.stopped);
       } catch (err) {
         this.log.warn({ err: (err as Error).message }, 'instance pass failed');
@@ -227,6 +236,7 @@ export class ComputeService {
     if (this.stopped) return;
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    if (this.quickTimer) clearTimeout(this.quickTimer);
     await Promise.all(this.listeners.map((l) => l.close().catch(() => undefined)));
     await Promise.all([this.resourcesRunning, this.instancesRunning].map((p) => p?.catch(() => undefined)));
     if (this.store && this.serviceId !== undefined) {

@@ -57,7 +57,10 @@ export class InstanceWorker {
         const row = rows[index++]!;
         this.busy.add(row.uuid);
         try {
-          await (row.task_state === 'deleting' ? this.deleteStep(row) : this.spawnStep(row));
+          // Steps that only changed what the next step reads (association, release) go on at once.
+          let step: Step;
+          do step = await (row.task_state === 'deleting' ? this.deleteStep(row) : this.spawnStep(row));
+          while (step === 'patched' || step === 'released');
         } catch (err) {
           this.deps.logger.warn({ instance: row.uuid, node: row.node, err: (err as Error).message }, 'instance step failed; retrying on the next pass');
         } finally {
