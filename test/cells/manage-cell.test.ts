@@ -47,7 +47,7 @@ for (const engine of engines) {
     });
     const cell = (...args: string[]) => runCli(['manage', 'cell', ...args, '--api-database', api.url], { cwd: dir });
 
-    it('sets up cell0 and a cell, discovers by service with --strict and --verbose, lists and deletes hosts and cells', async () => {
+    it('sets up cell0 and a cell, discovers by service with --strict and --verbose, lists and deletes hosts and cells', { timeout: 240_000 }, async () => {
       const cell0 = cell('map-cell0', '-f', 'json');
       expect(cell0.code, cell0.stderr).toBe(0);
       expect(JSON.parse(cell0.stdout)).toMatchObject({ uuid: '00000000-0000-0000-0000-000000000000', name: 'cell0', created: true });
@@ -115,7 +115,7 @@ for (const engine of engines) {
       expectOneLineError(cell('delete', 'cell1'), 1, /not found/);
     });
 
-    it('exits 2 and names both cells when a host is already mapped to another cell, mapping the rest', async () => {
+    it('exits 2 and names both cells when a host is already mapped to another cell, mapping the rest', { timeout: 120_000 }, async () => {
       expect(cell('create', '--name', 'one', '--database-connection', api.url).code).toBe(0);
       expect(cell('create', '--name', 'two', '--database-connection', other.url).code).toBe(0);
       const two = await openDatabase(other.url);
@@ -139,12 +139,12 @@ for (const engine of engines) {
 }
 
 describe('ironring manage cell: bad input', () => {
-  it('refuses an API database that was never migrated, saying how to fix it', () => {
+  it('refuses an API database that was never migrated, saying how to fix it', { timeout: 60_000 }, () => {
     const res = runCli(['manage', 'cell', 'list', '--api-database', `sqlite://${dir}/empty.db`], { cwd: dir });
     expectOneLineError(res, 1, /not migrated.*manage db migrate/);
   });
 
-  it('answers a malformed URL, a missing option and an unknown cell with one line and a non-zero exit', () => {
+  it('answers a malformed URL, a missing option and an unknown cell with one line and a non-zero exit', { timeout: 120_000 }, () => {
     expectOneLineError(runCli(['manage', 'cell', 'list', '--api-database', 'mysql://x/y'], { cwd: dir }), 1, /unsupported database/);
     const missing = runCli(['manage', 'cell', 'delete-host', '--cell', 'x', '--api-database', `sqlite://${dir}/a.db`], { cwd: dir });
     expect(missing.code).toBe(2);
@@ -158,7 +158,7 @@ describe('ironring manage cell: bad input', () => {
     );
   });
 
-  it('explains discovery, its options and its exit codes in --help', () => {
+  it('explains discovery, its options and its exit codes in --help', { timeout: 60_000 }, () => {
     const res = runCli(['manage', 'cell', 'discover-hosts', '--help'], { cwd: dir });
     expect(res.code).toBe(0);
     for (const text of ['--by-service', '--strict', '--verbose', '--cell <cell>', '--api-database <url>', 'Exit codes', 'one query per cell']) {
