@@ -108,7 +108,7 @@ describe('the ownership plan', () => {
           expect(rows.size).toBe(all.length);
           for (const host of rows.values()) expect(live).toContain(host);
           for (const inst of instances) {
-            if (live.includes(inst.host)) expect(hosts.get(inst.uuid)).toBe(inst.host);
+            if ((live as string[]).includes(inst.host)) expect(hosts.get(inst.uuid)).toBe(inst.host);
             expect(rows.get(inst.node)).toBe(hosts.get(inst.uuid));
           }
         },
