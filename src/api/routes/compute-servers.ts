@@ -26,6 +26,7 @@ import { NotFound } from '../../common/errors.js';
 import type { Logger } from '../../common/logger.js';
 import type { Config } from '../../config/options.js';
 import { openDatabase } from '../../db/connect.js';
+import { requireSchema } from '../../db/migrate.js';
 import type { Store } from '../../db/connect.js';
 import { BaremetalClient } from '../../compute/baremetal-client.js';
 import type { Transport } from '../../compute/baremetal-client.js';
@@ -89,6 +90,13 @@ function storesFrom(app: FastifyInstance, options: ComputeRouteOptions): () => P
       const api = await openDatabase(options.config.api_database.url, { maxPoolSize: database.max_pool_size, connectTimeout: database.connect_timeout, sqliteBusyTimeout: database.sqlite_busy_timeout });
       const cells = new CellStores({ logger: options.logger, open: { connectTimeout: database.connect_timeout, sqliteBusyTimeout: database.sqlite_busy_timeout } });
       cells.share(options.config.api_database.url, api);
+      try {
+        await requireSchema(api, ['api']);
+      } catch (err) {
+        await cells.close();
+        await api.close();
+        throw err;
+      }
       return { api, cells };
     })();
     opened.catch(() => (opened = undefined));
