@@ -31,8 +31,14 @@ export interface InstanceWorkerDeps {
 
 export type Step = 'waiting' | 'patched' | 'deploy-requested' | 'active' | 'failed' | 'undeploy-requested' | 'released' | 'deleted';
 
+/** First and longest wait before re-checking an instance whose node is busy (deploying, cleaning). */
+const RECHECK_MIN_MS = 250;
+const RECHECK_MAX_MS = 5000;
+
 export class InstanceWorker {
   private readonly busy = new Set<string>();
+  /** Instances waiting on their node: when to look again, and the current back-off. */
+  private readonly backoff = new Map<string, { due: number; delay: number }>();
 
   constructor(private readonly deps: InstanceWorkerDeps) {}
 
@@ -47,9 +53,16 @@ export class InstanceWorker {
       .execute();
   }
 
-  /** One pass over this host's pending instances; resolves when every step taken has finished. */
+  /**
+   * One pass over this host's pending instances that are due; resolves when every step taken has
+   * finished, to the number of instances still pending (due or not).
+   */
   async pass(): Promise<number> {
-    const rows = (await this.pending()).filter((r) => !this.busy.has(r.uuid));
+    const all = await this.pending();
+    const now = Date.now();
+    for (const uuid of this.backoff.keys()) if (!all.some((r) => r.uuid === uuid)) this.backoff.delete(uuid);
+    // A node that takes minutes to deploy is looked at less and less often (250 ms doubling to 5 s).
+    const rows = all.filter((r) => !this.busy.has(r.uuid) && (this.backoff.get(r.uuid)?.due ?? 0) <= now);
     const limit = this.deps.concurrency ?? 8;
     let index = 0;
     const run = async () => {
@@ -61,6 +74,8 @@ export class InstanceWorker {
           let step: Step;
           do step = await (row.task_state === 'deleting' ? this.deleteStep(row) : this.spawnStep(row));
           while (step === 'patched' || step === 'released');
+          const delay = step === 'waiting' ? Math.min((this.backoff.get(row.uuid)?.delay ?? RECHECK_MIN_MS / 2) * 2, RECHECK_MAX_MS) : RECHECK_MIN_MS;
+          this.backoff.set(row.uuid, { due: Date.now() + delay, delay });
         } catch (err) {
           this.deps.logger.warn({ instance: row.uuid, node: row.node, err: (err as Error).message }, 'instance step failed; retrying on the next pass');
         } finally {
@@ -69,7 +84,7 @@ export class InstanceWorker {
       }
     };
     await Promise.all(Array.from({ length: Math.min(limit, rows.length) }, run));
-    return rows.length;
+    return all.length;
   }
 
   private async node(uuid: string): Promise<BaremetalNode | null> {

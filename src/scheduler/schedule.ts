@@ -9,6 +9,7 @@
  * hosts the node is woken (NOTIFY on PostgreSQL, its short poll on SQLite) and deploys it.
  */
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { isCell0, listCells } from '../cells/cells.js';
 import type { CellMapping } from '../cells/cells.js';
 import type { CellStores } from '../cells/cell-stores.js';
@@ -18,7 +19,6 @@ import type { BaremetalClient } from '../compute/baremetal-client.js';
 import { INSTANCES_CHANNEL } from '../compute/instances.js';
 import type { InstanceRow, ServerImage } from '../compute/instances.js';
 import { COMPUTE_BINARY, liveExpression } from '../compute/services.js';
-import { sql } from 'kysely';
 import { NoValidHost, usableCandidates } from './placement.js';
 import type { Candidate } from './placement.js';
 
