@@ -16,6 +16,8 @@ import { installBasicAuth } from './auth.js';
 import { installBodyParsing } from './body-parsing.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
+import { computeServerRoutes } from './routes/compute-servers.js';
+import type { ComputeStores } from './routes/compute-servers.js';
 import { conductorRoutes } from './routes/conductors.js';
 import { driverRoutes } from './routes/drivers.js';
 import { healthRoutes } from './routes/health.js';
@@ -33,12 +35,14 @@ export interface ApiDeps {
   logger: Logger;
   /** Hardware types for validation and `/v1/drivers`; the built-in catalogue by default. */
   drivers?: DriverRegistry;
+  /** The compute tier's databases, when the caller has them open (else opened from config on use). */
+  compute?: ComputeStores;
 }
 
 /** Largest request body accepted; bigger ones get 413. */
 export const BODY_LIMIT = 1024 * 1024;
 
-export function buildApi({ store, config, logger, drivers = createDriverRegistry() }: ApiDeps): FastifyInstance {
+export function buildApi({ store, config, logger, drivers = createDriverRegistry(), compute }: ApiDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger.child({ component: 'api' }) as FastifyBaseLogger,
     disableRequestLogging: true,
@@ -84,6 +88,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     nodeValidateRoutes(api, { store, drivers });
     driverRoutes(api, { store, config, drivers });
     portRoutes(api, { store, config });
+    void api.register(computeServerRoutes, { config, logger, ...(compute ? { stores: compute } : {}) });
   });
   return app;
 }

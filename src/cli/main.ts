@@ -7,12 +7,15 @@
 import { Command, CommanderError } from 'commander';
 import { IronringError, asError } from '../common/errors.js';
 import { apiCommand } from './commands/api.js';
+import { computeCommand } from './commands/compute.js';
 import { conductorCommand } from './commands/conductor.js';
 import { configCommand } from './commands/config.js';
 import { manageCommand } from './commands/manage.js';
 import { nodeCommand } from './commands/node.js';
 import { portCommand } from './commands/port.js';
 import { ringCommand } from './commands/ring.js';
+import { schedulerCommand } from './commands/scheduler.js';
+import { serverCommand } from './commands/server.js';
 import { upCommand } from './commands/up.js';
 import { addGlobalOptions } from './context.js';
 
@@ -34,6 +37,9 @@ export function buildProgram(): Command {
   program.addCommand(nodeCommand());
   program.addCommand(portCommand());
   program.addCommand(ringCommand());
+  program.addCommand(computeCommand());
+  program.addCommand(schedulerCommand());
+  program.addCommand(serverCommand());
   return program;
 }
 

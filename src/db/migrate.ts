@@ -12,6 +12,7 @@ import type { Database } from './schema.js';
 import { apiInitial } from './migrations/api-0001-initial.js';
 import { baremetalInitial } from './migrations/baremetal-0001-initial.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
+import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 
 import { MIGRATION_SETS } from './migration-sets.js';
 import type { MigrationSet } from './migration-sets.js';
@@ -27,7 +28,7 @@ function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migrati
     case 'api':
       return { '0001_initial': apiInitial(engine) };
     case 'cell':
-      return { '0001_initial': cellInitial(engine) };
+      return { '0001_initial': cellInitial(engine), '0002_instance_fault': cellInstanceFault() };
   }
 }
 

@@ -199,6 +199,8 @@ export interface InstancesTable {
   vm_state: string;
   task_state: Nullable<string>;
   image: JsonWithDefault;
+  /** Why the instance is in `error` (null otherwise). */
+  fault: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }

@@ -1,6 +1,6 @@
 /**
- * `ironring manage …`: operator tasks against the database. Later issues add the `cell` group
- * (create, list, discover-hosts, …) here.
+ * `ironring manage …`: operator tasks against the database: `db` (schema) here, `cell` (cells, host
+ * mappings, host discovery) in `manage-cell.ts`.
  */
 import { Command, Option } from 'commander';
 import { UsageError } from '../../common/errors.js';
@@ -10,6 +10,7 @@ import type { MigrationSet } from '../../db/migration-sets.js';
 import { commandContext } from '../context.js';
 import type { CommandContext } from '../context.js';
 import { emit, formatOption, renderTable } from '../output.js';
+import { manageCellCommand } from './manage-cell.js';
 import type { OutputFormat } from '../output.js';
 
 const databaseOption = () =>
@@ -94,5 +95,6 @@ export function manageCommand(): Command {
       });
     });
 
+  manage.addCommand(manageCellCommand());
   return manage;
 }

@@ -5,10 +5,12 @@ import { waitForStopSignal } from '../signals.js';
 
 export function upCommand(): Command {
   return new Command('up')
-    .summary('run everything in one process: API on 127.0.0.1:6385, a conductor, SQLite under ./ironring-data')
+    .summary('run everything in one process: API on 127.0.0.1:6385, a conductor, a compute service, the scheduler, SQLite under ./ironring-data')
     .description(
       'Run ironring all-in-one: create the data directory, migrate the database (SQLite under ' +
-        '--data-dir unless --database is given), serve the REST API and run a conductor. Stops cleanly on SIGINT or ' +
+        '--data-dir unless --database is given), serve the REST API and the compute API, and run a conductor, a compute ' +
+        'service (host = --host, in the cell named by [compute] cell, created on first start) and the scheduler. Further ' +
+        '`ironring compute --host NAME --data-dir DIR` processes join the same cell. Stops cleanly on SIGINT or ' +
         'SIGTERM; a second signal exits at once.',
     )
     .addOption(new Option('--data-dir <dir>', 'directory for local state (overrides data_dir)').default(undefined, './ironring-data'))
@@ -52,6 +54,8 @@ export function upCommand(): Command {
           `  API:            ${services.apiUrl}/v1  (health: ${services.apiUrl}/healthz)`,
           `  conductor:      ${services.conductor.hostname} (RPC ${services.conductor.rpcUrl})`,
           `  boot:           TFTP ${services.conductor.tftp ?? 'off'}, HTTP ${services.conductor.http ?? 'off'}`,
+          `  compute:        ${services.compute.host} in cell ${services.compute.cell} (${services.compute.cellUuid}); API database ${services.compute.apiDatabase}`,
+          `  scheduler:      host discovery ${services.compute.discovery}; servers at ${services.apiUrl}/compute/v1/servers`,
           `  try:            curl ${services.apiUrl}/v1`,
           'Press Ctrl+C to stop.',
           '',

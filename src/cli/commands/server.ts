@@ -1,0 +1,152 @@
+/**
+ * `ironring server …`: servers (instances on bare-metal nodes) through the compute API — create,
+ * list, show, delete — table output by default, `--format json` for scripts.
+ */
+import { Command, Option } from 'commander';
+import { IronringError, UsageError } from '../../common/errors.js';
+import { ApiRequestFailed, apiRequest, clientContext, withClientOptions } from '../client.js';
+import { emit, renderRecord, renderTable } from '../output.js';
+
+interface ServerJson {
+  id: string;
+  name: string | null;
+  status: string;
+  vm_state: string;
+  task_state: string | null;
+  resource_class: string | null;
+  host: string | null;
+  node: string | null;
+  cell: string | null;
+  image: Record<string, unknown>;
+  fault: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Thrown when a server waited for ends in ERROR. */
+export class ServerFailed extends IronringError {
+  override readonly exitCode = 1;
+}
+
+const waitOption = () => new Option('--wait [seconds]', 'wait until the operation finishes (default 300 s)');
+
+function waitSeconds(value: string | boolean | undefined): number | null {
+  if (value === undefined || value === false) return null;
+  if (value === true) return 300;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--wait: expected seconds > 0, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const record = (s: ServerJson) => ({
+  id: s.id,
+  name: s.name,
+  status: s.status,
+  resource_class: s.resource_class,
+  host: s.host,
+  node: s.node,
+  cell: s.cell,
+  fault: s.fault,
+  created_at: s.created_at,
+  updated_at: s.updated_at,
+});
+
+export function serverCommand(): Command {
+  const server = new Command('server')
+    .summary('create, list, show and delete servers (workloads on bare-metal nodes)')
+    .description(
+      'Servers through the compute API. `server create` asks for a node of a resource class: the scheduler picks a free ' +
+        'available node whose compute service is live and whose host is mapped to a cell, and that compute service ' +
+        'deploys the node (kernel + ramdisk) through the bare-metal API; the server goes BUILD → ACTIVE, or ERROR with ' +
+        'the reason in `fault`. `server delete` undeploys the node (it is cleaned back to available) and removes the server.',
+    );
+
+  withClientOptions(server.command('create').description('create a server on a free node of a resource class'))
+    .requiredOption('--resource-class <class>', 'resource class of the node to run on (the node\'s resource_class)')
+    .requiredOption('--image-kernel <url>', 'kernel: file://, http:// or https:// URL')
+    .requiredOption('--image-kernel-checksum <checksum>', 'kernel checksum: sha256:<hex>, sha512:<hex> or md5:<hex>')
+    .requiredOption('--image-ramdisk <url>', 'ramdisk URL')
+    .requiredOption('--image-ramdisk-checksum <checksum>', 'ramdisk checksum')
+    .option('--name <name>', 'display name')
+    .addOption(waitOption())
+    .addHelpText(
+      'after',
+      '\nExample:\n  ironring server create --resource-class baremetal --name web-1 \\\n' +
+        '    --image-kernel http://images.example.org/vmlinuz --image-kernel-checksum sha256:9f86d0… \\\n' +
+        '    --image-ramdisk http://images.example.org/initrd.img --image-ramdisk-checksum sha256:60303a… --wait\n' +
+        '\nWhen no node fits, the error says why — e.g. "host compute-2 is not mapped to any cell" with the command that fixes it.',
+    )
+    .action(async (opts: { resourceClass: string; imageKernel: string; imageKernelChecksum: string; imageRamdisk: string; imageRamdiskChecksum: string; name?: string; wait?: string | boolean }, command: Command) => {
+      const { base, format } = clientContext(command);
+      const wait = waitSeconds(opts.wait);
+      const body = {
+        ...(opts.name !== undefined ? { name: opts.name } : {}),
+        resource_class: opts.resourceClass,
+        image: { kernel: opts.imageKernel, kernel_checksum: opts.imageKernelChecksum, ramdisk: opts.imageRamdisk, ramdisk_checksum: opts.imageRamdiskChecksum },
+      };
+      let s = await apiRequest<ServerJson>(base, 'POST', '/compute/v1/servers', body);
+      if (wait !== null) {
+        const deadline = Date.now() + wait * 1000;
+        while (s.status === 'BUILD') {
+          if (Date.now() > deadline) throw new UsageError(`server ${s.id} did not become ACTIVE within ${wait} s (still ${s.status} on node ${s.node})`);
+          await sleep(250);
+          s = await apiRequest<ServerJson>(base, 'GET', `/compute/v1/servers/${s.id}`);
+        }
+      }
+      emit(format, s, () => renderRecord(record(s)));
+      if (wait !== null && s.status === 'ERROR') throw new ServerFailed(`server ${s.id} failed: ${s.fault ?? 'no reason given'}`);
+    });
+
+  withClientOptions(server.command('list').description('list servers of every cell'))
+    .action(async (_opts: unknown, command: Command) => {
+      const { base, format } = clientContext(command);
+      const { servers } = await apiRequest<{ servers: ServerJson[] }>(base, 'GET', '/compute/v1/servers');
+      emit(format, servers, () =>
+        renderTable(servers, [
+          { header: 'ID', value: (s) => s.id },
+          { header: 'Name', value: (s) => s.name },
+          { header: 'Status', value: (s) => s.status },
+          { header: 'Resource Class', value: (s) => s.resource_class },
+          { header: 'Host', value: (s) => s.host },
+          { header: 'Node', value: (s) => s.node },
+        ]),
+      );
+    });
+
+  withClientOptions(server.command('show').description('show one server').argument('<id>', 'server uuid'))
+    .action(async (id: string, _opts: unknown, command: Command) => {
+      const { base, format } = clientContext(command);
+      const s = await apiRequest<ServerJson>(base, 'GET', `/compute/v1/servers/${encodeURIComponent(id)}`);
+      emit(format, s, () => renderRecord({ ...record(s), vm_state: s.vm_state, task_state: s.task_state, image: s.image }));
+    });
+
+  withClientOptions(server.command('delete').description('delete servers: undeploy their nodes and remove them').argument('<ids...>', 'server uuids'))
+    .addOption(waitOption())
+    .action(async (ids: string[], opts: { wait?: string | boolean }, command: Command) => {
+      const { base, format } = clientContext(command);
+      const wait = waitSeconds(opts.wait);
+      const deleted: string[] = [];
+      for (const id of ids) {
+        await apiRequest(base, 'DELETE', `/compute/v1/servers/${encodeURIComponent(id)}`);
+        if (wait !== null) {
+          const deadline = Date.now() + wait * 1000;
+          for (;;) {
+            try {
+              await apiRequest(base, 'GET', `/compute/v1/servers/${encodeURIComponent(id)}`);
+            } catch (err) {
+              if (err instanceof ApiRequestFailed && /^404 /.test(err.message)) break;
+              throw err;
+            }
+            if (Date.now() > deadline) throw new UsageError(`server ${id} was not deleted within ${wait} s`);
+            await sleep(250);
+          }
+        }
+        deleted.push(id);
+      }
+      emit(format, { deleted }, () => deleted.map((id) => `${wait !== null ? 'Deleted' : 'Requested deletion of'} server ${id}`).join('\n'));
+    });
+
+  return server;
+}

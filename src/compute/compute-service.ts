@@ -1,0 +1,248 @@
+/**
+ * The compute service process (`ironring compute`, DESIGN §7): one per host and cell.
+ *
+ * Start: resolve its cell from the API database, register its `services` row (upsert by host and
+ * binary, refused while a live process holds the host), heartbeat `last_seen_up` by the database
+ * clock every `report_interval`. Then, on every `update_resources_interval` and at once whenever the
+ * set of live compute services of the cell changes, list the nodes through the bare-metal REST API
+ * and bring `compute_nodes` and the instances' hosts in line with the ownership plan
+ * (`ownership.ts`). Instance work (deploy, undeploy) runs on its own short loop, woken at once by a
+ * notification on PostgreSQL.
+ *
+ * Stop (SIGTERM): its row is marked down at once, so the other services take its nodes (and
+ * instances) on their next membership check rather than after `service_down_time`.
+ */
+import { findCell, isCell0 } from '../cells/cells.js';
+import type { CellMapping } from '../cells/cells.js';
+import type { CellStores } from '../cells/cell-stores.js';
+import type { Logger } from '../common/logger.js';
+import { InvalidParameter } from '../common/errors.js';
+import type { Store } from '../db/connect.js';
+import type { Listener } from '../db/notifications.js';
+import type { RingMode } from '../ring/index.js';
+import type { BaremetalClient } from './baremetal-client.js';
+import { applyPlan, readComputeNodes, readPlacedInstances } from './compute-nodes.js';
+import type { AppliedPlan } from './compute-nodes.js';
+import { INSTANCES_CHANNEL } from './instances.js';
+import { InstanceWorker } from './instance-worker.js';
+import { planFor } from './ownership.js';
+import { COMPUTE_BINARY, SERVICES_CHANNEL, listServices, markServiceDown, registerService, serviceHeartbeat } from './services.js';
+
+export interface ComputeServiceOptions {
+  host: string;
+  /** Name or uuid of the cell. */
+  cell: string;
+  api: Store;
+  cells: CellStores;
+  baremetal: BaremetalClient;
+  logger: Logger;
+  reportInterval: number;
+  serviceDownTime: number;
+  updateResourcesInterval: number;
+  ringMode?: RingMode;
+  /** Milliseconds between membership checks (default 500 on SQLite, 1000 on PostgreSQL). */
+  membershipPollMs?: number;
+  /** Milliseconds between instance work passes (default 1000). */
+  instancePollMs?: number;
+}
+
+/** What a compute service reports about itself. */
+export interface ComputeServiceStatus {
+  host: string;
+  cell: string;
+  serviceId: number;
+  liveServices: string[];
+  nodes: number;
+  lastPass: AppliedPlan | null;
+}
+
+export class ComputeService {
+  readonly host: string;
+  private cell: CellMapping | undefined;
+  private store: Store | undefined;
+  private serviceId: number | undefined;
+  private worker: InstanceWorker | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly listeners: Listener[] = [];
+  private liveKey = '';
+  private liveHosts: string[] = [];
+  private owned = 0;
+  private lastPass: AppliedPlan | null = null;
+  private resourcesRunning: Promise<void> | null = null;
+  private resourcesAgain = false;
+  private instancesRunning: Promise<void> | null = null;
+  private instancesAgain = false;
+  private quickTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly log: Logger;
+
+  constructor(private readonly options: ComputeServiceOptions) {
+    this.host = options.host;
+    this.log = options.logger.child({ component: 'compute', host: options.host });
+  }
+
+  get cellMapping(): CellMapping {
+    if (!this.cell) throw new Error('compute service not started');
+    return this.cell;
+  }
+
+  status(): ComputeServiceStatus {
+    return { host: this.host, cell: this.cell?.name ?? '', serviceId: this.serviceId ?? 0, liveServices: this.liveHosts, nodes: this.owned, lastPass: this.lastPass };
+  }
+
+  async start(): Promise<void> {
+    const { options } = this;
+    const cell = await findCell(options.api, options.cell);
+    if (isCell0(cell)) throw new InvalidParameter('cell0 holds no compute services (it keeps instances that were never scheduled); give another --cell');
+    this.cell = cell;
+    const store = await options.cells.get(cell);
+    this.store = store;
+    this.serviceId = await registerService(store, { host: this.host, binary: COMPUTE_BINARY }, options.serviceDownTime);
+    await store.notify(SERVICES_CHANNEL, `up:${this.host}`);
+    this.worker = new InstanceWorker({ host: this.host, cell: store, api: options.api, baremetal: options.baremetal, logger: this.log });
+    this.log.info({ cell: cell.name, cellUuid: cell.uuid, serviceId: this.serviceId }, 'compute service registered');
+
+    await this.checkMembership();
+    await this.updateResources();
+
+    const every = (ms: number, fn: () => Promise<unknown>) => {
+      const timer = setInterval(() => void fn().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'periodic task failed')), ms);
+      this.timers.push(timer);
+    };
+    every(options.reportInterval * 1000, () => this.heartbeat());
+    every(options.membershipPollMs ?? (store.engine === 'sqlite' ? 500 : 1000), () => this.checkMembership());
+    every(options.updateResourcesInterval * 1000, () => this.updateResources());
+    every(options.instancePollMs ?? 1000, () => this.workInstances());
+
+    const services = await store.listen(SERVICES_CHANNEL, { onMessage: () => void this.checkMembership().catch(() => undefined), onReconnect: () => void this.checkMembership().catch(() => undefined) });
+    if (services) this.listeners.push(services);
+    const instances = await store.listen(INSTANCES_CHANNEL, {
+      onMessage: (payload) => {
+        if (payload.toLowerCase() === this.host.toLowerCase()) void this.workInstances();
+      },
+      onReconnect: () => void this.workInstances(),
+    });
+    if (instances) this.listeners.push(instances);
+    void this.workInstances();
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.stopped || !this.store || this.serviceId === undefined) return;
+    if (!(await serviceHeartbeat(this.store, this.serviceId))) {
+      this.log.warn('service row is gone; registering again');
+      this.serviceId = await registerService(this.store, { host: this.host, binary: COMPUTE_BINARY }, this.options.serviceDownTime);
+    }
+  }
+
+  /** Re-reads the live services; a change triggers a resource update at once. */
+  private async checkMembership(): Promise<void> {
+    if (this.stopped || !this.store) return;
+    const services = await listServices(this.store, COMPUTE_BINARY, this.options.serviceDownTime);
+    // This service never drops itself from its own ring because its own heartbeat write was slow.
+    const live = services.filter((s) => s.live || s.id === this.serviceId).map((s) => s.host);
+    if (!live.includes(this.host)) live.push(this.host);
+    const key = live.map((h) => h.toLowerCase()).sort().join(',');
+    if (key === this.liveKey) return;
+    const first = this.liveKey === '';
+    this.liveKey = key;
+    this.liveHosts = live.sort();
+    this.log.info({ live: this.liveHosts }, 'live compute services changed');
+    if (!first) void this.updateResources();
+  }
+
+  /** One resource pass, serialised: a request during a pass runs one more pass after it. */
+  updateResources(): Promise<void> {
+    if (this.resourcesRunning) {
+      this.resourcesAgain = true;
+      return this.resourcesRunning;
+    }
+    this.resourcesRunning = (async () => {
+      try {
+        do {
+          this.resourcesAgain = false;
+          await this.resourcePass();
+        } while (this.resourcesAgain && !this.stopped);
+      } finally {
+        this.resourcesRunning = null;
+      }
+    })();
+    return this.resourcesRunning;
+  }
+
+  private async resourcePass(): Promise<void> {
+    if (this.stopped || !this.store) return;
+    const started = Date.now();
+    let nodes;
+    try {
+      nodes = await this.options.baremetal.listNodes(['uuid', 'resource_class', 'provision_state', 'instance_uuid', 'maintenance']);
+    } catch (err) {
+      // Without the node list nothing is known about the nodes: change nothing.
+      this.log.warn({ err: (err as Error).message }, 'cannot list nodes; compute nodes left as they are');
+      return;
+    }
+    const [computeNodes, instances] = await Promise.all([readComputeNodes(this.store), readPlacedInstances(this.store)]);
+    const plan = planFor(this.host, {
+      liveHosts: this.liveHosts,
+      nodes: nodes.map((n) => ({ uuid: n.uuid, resourceClass: n.resource_class ?? null })),
+      computeNodes,
+      instances,
+      ...(this.options.ringMode ? { ringMode: this.options.ringMode } : {}),
+    });
+    if (this.stopped) return;
+    const applied = await applyPlan(this.store, this.host, plan);
+    this.owned = plan.owned;
+    this.lastPass = applied;
+    const changed = applied.created + applied.takenOver + applied.adopted + applied.removed;
+    if (changed > 0) {
+      this.log.info({ ...applied, owned: plan.owned, ms: Date.now() - started }, 'compute nodes updated');
+      if (applied.adopted > 0) void this.workInstances();
+    } else {
+      this.log.debug({ owned: plan.owned, ms: Date.now() - started }, 'compute nodes unchanged');
+    }
+  }
+
+  /** One instance pass, serialised like resource passes. */
+  workInstances(): Promise<void> {
+    if (this.instancesRunning) {
+      this.instancesAgain = true;
+      return this.instancesRunning;
+    }
+    this.instancesRunning = (async () => {
+      try {
+        do {
+          this.instancesAgain = false;
+          if (this.stopped || !this.worker) return;
+          const pending = await this.worker.pass();
+          // Instances in flight are re-checked soon: a node's deploy or clean-up takes seconds, not
+          // a whole poll interval (a quarter of a second costs one indexed query and a GET per node).
+          if (pending > 0 && !this.quickTimer) {
+            this.quickTimer = setTimeout(() => {
+              this.quickTimer = undefined;
+              void this.workInstances();
+            }, 250);
+          }
+        } while (this.instancesAgain && !this.stopped);
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message }, 'instance pass failed');
+      } finally {
+        this.instancesRunning = null;
+      }
+    })();
+    return this.instancesRunning;
+  }
+
+  /** Stops: timers off, work in flight finished, row marked down at once; idempotent. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    if (this.quickTimer) clearTimeout(this.quickTimer);
+    await Promise.all(this.listeners.map((l) => l.close().catch(() => undefined)));
+    await Promise.all([this.resourcesRunning, this.instancesRunning].map((p) => p?.catch(() => undefined)));
+    if (this.store && this.serviceId !== undefined) {
+      await markServiceDown(this.store, this.serviceId).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot mark the service down'));
+      await this.store.notify(SERVICES_CHANNEL, `down:${this.host}`).catch(() => undefined);
+    }
+    this.log.info('compute service stopped');
+  }
+}
