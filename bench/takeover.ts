@@ -15,7 +15,7 @@
  * Options: --json, --nodes N (10000), --heartbeat-timeout S (3), --workers N (conductor
  * sync_local_state_workers, default the option's default).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -88,7 +88,7 @@ async function until(store: Store, gone: readonly string[], timeoutMs: number, w
   for (;;) {
     if ((await misplaced(store, gone)) === 0) return (performance.now() - started) / 1000;
     if (performance.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
       const c = await startConductor(db.url, host, {
         dataDir: dirs.get(host)!,
         env: {
-          IRONRING_LOG_LEVEL: 'warn',
+          IRONRING_LOG_LEVEL: process.env.BENCH_LOG_DIR ? 'info' : 'warn',
           IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(HEARTBEAT_TIMEOUT),
           IRONRING_CONDUCTOR_HEARTBEAT_INTERVAL: String(Math.max(1, Math.floor(HEARTBEAT_TIMEOUT / 3))),
           IRONRING_CONDUCTOR_REPLICAS: String(REPLICAS),
@@ -194,6 +194,8 @@ async function main(): Promise<void> {
     if (asJson) console.log(JSON.stringify(result));
     else say(JSON.stringify(result, null, 2));
   } finally {
+    // BENCH_LOG_DIR=dir keeps each conductor's log.
+    if (process.env.BENCH_LOG_DIR) running.forEach((c, i) => writeFileSync(path.join(process.env.BENCH_LOG_DIR!, `${c.host}-${i}.log`), c.proc.stderr()));
     for (const c of running) if (c.proc.child.exitCode === null) c.proc.child.kill('SIGKILL');
     await Promise.all(running.map((c) => c.proc.exited));
     await store.close();

@@ -21,6 +21,7 @@ import type { ComputeStores } from './routes/compute-servers.js';
 import { conductorRoutes } from './routes/conductors.js';
 import { driverRoutes } from './routes/drivers.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { nodeActionRoutes } from './routes/node-actions.js';
 import { nodeRoutes } from './routes/nodes.js';
 import { nodeValidateRoutes } from './routes/node-validate.js';
@@ -81,6 +82,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
   void app.register(async (api) => {
     rootRoutes(api, { publicEndpoint: config.api.public_endpoint });
     healthRoutes(api, store);
+    metricsRoutes(api, { store, config });
     conductorRoutes(api, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint });
     ringRoutes(api, { store, config });
     nodeRoutes(api, { store, config, drivers });

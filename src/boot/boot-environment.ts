@@ -28,7 +28,7 @@ import type { WriteOptions } from './atomic-fs.js';
 import { dhcpOptsPath, removeDhcpEntries, renderDhcpEntries, retireDhcpHosts, writeDhcpEntries } from './dhcp.js';
 import type { DhcpBootFiles, DhcpOptions } from './dhcp.js';
 import { InvalidBootInput } from './errors.js';
-import { applySync } from './fast-apply.js';
+import { applySync, forgetMasterStats } from './fast-apply.js';
 import { ImageCache } from './image-cache.js';
 import type { ImageCacheOptions } from './image-cache.js';
 import { inspectNode } from './inspect.js';
@@ -265,12 +265,19 @@ export class BootEnvironment {
     const write = this.writeOptions();
     const { layout } = spec;
     const others = this.nodeDirs(spec.uuid).filter((d) => d !== layout.dir);
-    const fast = applySync(spec, {
-      masterPath: (role) => this.cache.pathFor(spec.images[role]!, `images.${role}.checksum`),
-      otherDirs: others,
-      write,
-      ...(spec.iface === 'ipxe' && this.roots.httpRoot !== undefined ? { bootIpxe: { path: join(this.roots.httpRoot, BOOT_IPXE_NAME), content: renderBootIpxe() } } : {}),
-    });
+    let fast: ReturnType<typeof applySync> = null;
+    try {
+      fast = applySync(spec, {
+        masterPath: (role) => this.cache.pathFor(spec.images[role]!, `images.${role}.checksum`),
+        otherDirs: others,
+        write,
+        ...(spec.iface === 'ipxe' && this.roots.httpRoot !== undefined ? { bootIpxe: { path: join(this.roots.httpRoot, BOOT_IPXE_NAME), content: renderBootIpxe() } } : {}),
+      });
+    } catch (err) {
+      // A master removed by a clean-up since it was last seen: the general path fetches it again.
+      if (!isMissing(err)) throw err;
+      forgetMasterStats();
+    }
     if (fast !== null) {
       if (fast.written.length > 0) for (const master of fast.masters) await this.cache.touch(master);
       changes.written.push(...fast.written);

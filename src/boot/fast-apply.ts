@@ -68,6 +68,32 @@ function replaceWith(path: string, make: (tmp: string) => void): void {
   }
 }
 
+/**
+ * Stats of cache masters, kept for a moment: a take-over links the same four masters into thousands
+ * of nodes, and a master's inode never changes (masters are content-addressed and only ever removed).
+ * A master removed meanwhile makes `link` fail with ENOENT, and the caller takes the general path.
+ */
+const masterStats = new Map<string, { stat: Stats; at: number }>();
+const MASTER_STAT_TTL_MS = 1000;
+
+function masterStat(path: string): Stats | null {
+  const now = Date.now();
+  const known = masterStats.get(path);
+  if (known && now - known.at < MASTER_STAT_TTL_MS) return known.stat;
+  const stat = statSyncOrNull(path);
+  if (stat === null) masterStats.delete(path);
+  else {
+    if (masterStats.size > 1000) masterStats.clear();
+    masterStats.set(path, { stat, at: now });
+  }
+  return stat;
+}
+
+/** Forgets cached master stats (after a master was found missing). */
+export function forgetMasterStats(): void {
+  masterStats.clear();
+}
+
 export interface FastApplyContext {
   /** Path of the cached master of an image. */
   masterPath: (role: (typeof IMAGE_ROLES)[number]) => string;
@@ -89,7 +115,7 @@ export function applySync(spec: NodeSpec, ctx: FastApplyContext): { written: str
   for (const role of IMAGE_ROLES) {
     if (spec.images[role] === undefined) continue;
     const path = ctx.masterPath(role);
-    const stat = statSyncOrNull(path);
+    const stat = masterStat(path);
     if (stat === null) return null;
     masters.push({ role, path, stat });
   }
@@ -147,6 +173,14 @@ export function applySync(spec: NodeSpec, ctx: FastApplyContext): { written: str
     written.push(layout.manifest);
   }
   for (const link of spec.links) {
+    // Usually nothing is there yet: create the link in place, one call.
+    try {
+      symlinkSync(link.target, link.path);
+      written.push(link.path);
+      continue;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
     let current: string | null = null;
     try {
       current = readlinkSync(link.path);

@@ -37,6 +37,7 @@ export class ClusterView {
   private live: ConductorState[] = [];
   private self: SelfMember | null = null;
   private timer: NodeJS.Timeout | undefined;
+  private expiryTimer: NodeJS.Timeout | undefined;
   private listener: Listener | null = null;
   private inFlight: Promise<void> | null = null;
   private again = false;
@@ -125,6 +126,7 @@ export class ClusterView {
       live.push({ id: -1, hostname: self.hostname, conductorGroup: self.group, online: true, alive: true, drivers: [], weight: self.weight, rpcUrl: null, createdAt: new Date(0), updatedAt: new Date(0) });
     }
     this.live = live;
+    await this.watchExpiry(rows);
     const byGroup = new Map<string, HostInput[]>();
     // Groups that lost every member must reach the ring manager as empty, to be reported as removed.
     for (const groupName of this.rings.groups()) byGroup.set(groupName, []);
@@ -138,9 +140,34 @@ export class ClusterView {
     }
   }
 
+  /**
+   * Schedules a read for the moment the next live conductor's heartbeat expires (by the database
+   * clock), so a crash is noticed at heartbeat_timeout, not up to a poll interval later.
+   */
+  private async watchExpiry(rows: readonly ConductorState[]): Promise<void> {
+    const interval = this.options.pollIntervalMs ?? 1000;
+    let now: number;
+    try {
+      now = (await this.store.now()).getTime();
+    } catch {
+      return;
+    }
+    let soonest = Infinity;
+    for (const r of rows) {
+      if (!r.alive || r.hostname === this.self?.hostname) continue;
+      soonest = Math.min(soonest, r.updatedAt.getTime() + this.options.heartbeatTimeout * 1000 - now);
+    }
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
+    if (soonest >= interval || this.stopped) return;
+    this.expiryTimer = setTimeout(() => void this.refresh(), Math.max(0, soonest) + 20);
+    this.expiryTimer.unref();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
     await this.listener?.close();
     this.listener = null;
     await this.inFlight;

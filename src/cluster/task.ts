@@ -29,6 +29,14 @@ export type NodePatch = Omit<Updateable<NodesTable>, FixedColumn | JsonColumn> &
 const JSON_PATCH_COLUMNS: readonly JsonColumn[] = ['driver_info', 'driver_internal_info', 'properties', 'instance_info', 'extra'];
 const FIXED_COLUMNS: readonly FixedColumn[] = ['id', 'uuid', 'reservation', 'created_at', 'updated_at'];
 
+/** PostgreSQL NOTIFY channel announcing that a node changed (payload: its conductor group). */
+export const NODES_CHANNEL = 'ironring_nodes';
+
+/** Tells other processes (their reconcilers) that nodes of `group` changed; never fails the caller. */
+export function announceNodeChange(store: Store, group: string): void {
+  store.notify(NODES_CHANNEL, group).catch(() => undefined);
+}
+
 /** Ironic's node history severities. */
 export const HISTORY_SEVERITIES = ['INFO', 'WARNING', 'ERROR'] as const;
 export type HistorySeverity = (typeof HISTORY_SEVERITIES)[number];
@@ -180,6 +188,8 @@ class Task implements NodeTask {
       if (!this.shared) {
         try {
           await releaseNode(this.store, this.#node.id, this.host);
+          // The end of a change: reconcilers elsewhere look now instead of at their next poll.
+          announceNodeChange(this.store, this.#node.conductor_group);
         } catch (err) {
           // Lost (released by survivors, maybe already re-taken) or deleted: there is nothing of
           // ours left to release, and the other holder's lock must stay.

@@ -244,8 +244,9 @@ export class Conductor {
   private async doStop(): Promise<void> {
     const { store, config } = this.deps;
     this.state = 'stopping';
-    // No new take-overs or clean-ups: this conductor's files keep serving until the others took over.
-    await this.reconciler.stop();
+    // No new take-overs or clean-ups (a pass in flight stops at its next node): this conductor's
+    // files keep serving until the others took over. Going offline does not wait for it.
+    const halted = this.reconciler.stop();
     this.tracker.drain();
     this.log.info('stopping: going offline');
     try {
@@ -253,6 +254,7 @@ export class Conductor {
     } catch (err) {
       this.log.error({ err: (err as Error).message }, 'could not mark this conductor offline');
     }
+    await halted;
     this.view.setSelf(null);
     await this.view.refresh();
     if (this.tracker.active > 0) {

@@ -31,6 +31,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from '../common/logger.js';
 import type { ClusterView } from '../cluster/cluster-view.js';
+import { announceNodeChange, NODES_CHANNEL } from '../cluster/task.js';
 import type { TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { BootEnvironment } from '../boot/index.js';
@@ -40,8 +41,7 @@ import type { NodeRow } from '../nodes/node-store.js';
 import { WORKING_STATES } from '../nodes/states.js';
 import type { ConductorMetrics } from './metrics.js';
 
-/** PostgreSQL NOTIFY channel announcing node changes (payload: conductor group). */
-export const NODES_CHANNEL = 'ironring_nodes';
+export { NODES_CHANNEL } from '../cluster/task.js';
 
 /**
  * Provision states in which a node boots from its conductor's files (the instance for `active` with
@@ -584,6 +584,8 @@ export class Reconciler {
           .execute();
         // Remember each node as of this write: the next pass skips it unless someone changes it.
         for (const row of updated) this.current.set(row.uuid, fingerprint(row.stamp, ports.get(row.id) ?? []));
+        // The previous holders clean up as soon as they hear of it.
+        announceNodeChange(store, this.options.group);
       }
       if (failed.length > 0) {
         await store.db

@@ -112,4 +112,27 @@ describe.each(engines)('conductors and ring API on %s', (engine) => {
     const missing = await app.inject({ method: 'GET', url: '/v1/ring?node=ghost' });
     expect(missing.statusCode).toBe(404);
   });
+  it('exports cluster metrics on /metrics: nodes per state, live conductors, owned nodes and pending take-overs', async () => {
+    // Two of the available nodes become active, one already on its owner, one on no conductor yet.
+    const ring = JSON.parse((await app.inject({ method: 'GET', url: '/v1/ring', headers: V })).body) as { nodes: Array<{ uuid: string; owner: string }> };
+    const [onOwner, pending] = ring.nodes.filter((n) => n.owner === 'c1' || n.owner === 'c2');
+    const owner = await store.db.selectFrom('conductors').select('id').where('hostname', '=', onOwner!.owner).executeTakeFirstOrThrow();
+    await store.db.updateTable('nodes').set({ provision_state: 'active', conductor_affinity: owner.id }).where('uuid', '=', onOwner!.uuid).execute();
+    await store.db.updateTable('nodes').set({ provision_state: 'active' }).where('uuid', '=', pending!.uuid).execute();
+    try {
+      const res = await app.inject({ method: 'GET', url: '/metrics' });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^text\/plain/);
+      expect(res.body).toMatch(/^ironring_nodes\{provision_state="available"\} 28$/m);
+      expect(res.body).toMatch(/^ironring_nodes\{provision_state="active"\} 2$/m);
+      expect(res.body).toMatch(/^ironring_conductors_live\{conductor_group=""\} 2$/m);
+      expect(res.body).toMatch(/^ironring_nodes_pending_takeover 1$/m);
+      const owned = [...res.body.matchAll(/^ironring_nodes_owned\{conductor="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])] as const);
+      expect(owned.map(([h]) => h).sort()).toEqual(['c1', 'c2', 'r1']);
+      expect(owned.reduce((a, [, n]) => a + n, 0)).toBe(30);
+      expect(res.body).toMatch(/^process_cpu_user_seconds_total /m);
+    } finally {
+      await store.db.updateTable('nodes').set({ provision_state: 'available', conductor_affinity: null }).where('uuid', 'in', [onOwner!.uuid, pending!.uuid]).execute();
+    }
+  });
 });

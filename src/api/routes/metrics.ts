@@ -1,0 +1,60 @@
+/**
+ * `GET /metrics` (Prometheus text): the API process's own metrics plus a cluster view computed from
+ * the database on each scrape — nodes per provision state, live conductors, nodes owned per conductor,
+ * and nodes whose boot state is not yet on their owner (`conductor_affinity` differs from the ring),
+ * i.e. take-overs pending anywhere in the cluster.
+ */
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { listConductors, membersByGroup } from '../../cluster/membership.js';
+import { cachedRing } from '../../cluster/placement.js';
+import { conductorRingOptions } from '../../cluster/ring-options.js';
+import type { Config } from '../../config/options.js';
+import type { Store } from '../../db/connect.js';
+import { BOOT_STATE_STATES } from '../../conductor/reconciler.js';
+
+/** Process metrics (CPU, memory, event loop), collected once per process however many apps it builds. */
+let processRegistry: Registry | undefined;
+
+export function metricsRoutes(app: FastifyInstance, options: { store: Store; config: Config }): void {
+  const { store, config } = options;
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  const registry = new Registry();
+  const nodes = new Gauge({ name: 'ironring_nodes', help: 'Nodes per provision state.', labelNames: ['provision_state'], registers: [registry] });
+  const conductors = new Gauge({ name: 'ironring_conductors_live', help: 'Live conductors (by the database clock) per conductor group.', labelNames: ['conductor_group'], registers: [registry] });
+  const owned = new Gauge({ name: 'ironring_nodes_owned', help: 'Nodes each live conductor owns on the ring.', labelNames: ['conductor'], registers: [registry] });
+  const pending = new Gauge({
+    name: 'ironring_nodes_pending_takeover',
+    help: "Nodes that boot from the network whose conductor_affinity is not their ring owner: take-overs not done yet.",
+    registers: [registry],
+  });
+
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    const [rows, members] = await Promise.all([
+      store.db.selectFrom('nodes').select(['uuid', 'conductor_group', 'provision_state', 'conductor_affinity']).execute(),
+      listConductors(store, config.conductor.heartbeat_timeout),
+    ]);
+    const live = members.filter((c) => c.alive);
+    const ids = new Map(live.map((c) => [c.hostname, c.id]));
+    const ringOptions = conductorRingOptions(config.conductor);
+    const rings = new Map([...membersByGroup(live)].map(([group, m]) => [group, cachedRing(m, ringOptions)]));
+    nodes.reset();
+    conductors.reset();
+    owned.reset();
+    for (const c of live) owned.set({ conductor: c.hostname }, 0);
+    for (const [group, m] of membersByGroup(live)) conductors.set({ conductor_group: group }, m.length);
+    let notOnOwner = 0;
+    for (const n of rows) {
+      nodes.inc({ provision_state: n.provision_state });
+      const owner = rings.get(n.conductor_group)?.lookup(n.uuid)[0];
+      if (owner !== undefined) owned.inc({ conductor: owner });
+      if (BOOT_STATE_STATES.has(n.provision_state) && (owner === undefined || n.conductor_affinity !== ids.get(owner))) notOnOwner += 1;
+    }
+    pending.set(notOnOwner);
+    reply.header('content-type', registry.contentType);
+    return (await processRegistry!.metrics()) + (await registry.metrics());
+  });
+}
