@@ -117,13 +117,26 @@ export interface PassReport {
 
 type Port = { address: string; pxeEnabled: boolean };
 
-/** Runs `fn` over `items` with at most `workers` at a time. */
+/** Longest stretch (ms) a pass keeps the event loop before letting timers and sockets run. */
+const SLICE_MS = 10;
+
+/**
+ * Runs `fn` over `items` with at most `workers` at a time, giving the event loop back every
+ * `SLICE_MS`: boot files are written with synchronous calls, and chains of resolved promises never
+ * let timers run, so without this a big pass would starve the heartbeat (and look dead to the
+ * others) and the TFTP server.
+ */
 async function pool<T>(items: readonly T[], workers: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
+  let sliceStart = performance.now();
   const run = async () => {
     while (next < items.length) {
       const item = items[next++]!;
       await fn(item);
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(workers, items.length) }, run));
@@ -157,7 +170,7 @@ function imageRef(bag: Readonly<Record<string, unknown>>, key: string): ImageRef
 }
 
 /** The kernels and ramdisks a replica keeps ready: deploy pair and instance pair, never the user image. */
-function bootImages(node: NodeRow): Record<string, ImageRef> {
+function bootImages(node: Pick<NodeRow, 'driver_info' | 'instance_info'>): Record<string, ImageRef> {
   const images: Record<string, ImageRef> = {};
   const pairs: Array<[string, Readonly<Record<string, unknown>>, string]> = [
     ['deployKernel', node.driver_info, 'deploy_kernel'],
@@ -175,8 +188,10 @@ function bootImages(node: NodeRow): Record<string, ImageRef> {
 export class Reconciler {
   /** Fingerprint of each owned node whose boot state this process made current. */
   private readonly current = new Map<string, string>();
-  /** Images each replica node had pre-cached, by uuid. */
+  /** Stamp of each replica node as of its last pre-cache, by uuid. */
   private readonly cached = new Map<string, string>();
+  /** Image fields (as stored) of each replica node as of its last pre-cache, by uuid. */
+  private readonly cachedImages = new Map<string, string>();
   /** Nodes whose take-over failed: retried with exponential backoff while their inputs are unchanged. */
   private readonly failures = new Map<string, { fp: string; count: number; until: number }>();
   /** When a node directory with no node in the database was first seen. */
@@ -402,6 +417,7 @@ export class Reconciler {
         if (verify || this.cached.get(node.uuid) !== node.stamp) precache.push(node);
       } else {
         this.cached.delete(node.uuid);
+        this.cachedImages.delete(node.uuid);
       }
       if (disk.has(node.uuid)) {
         // Keep serving until the new owner has taken over; then the files here are stale.
@@ -439,13 +455,15 @@ export class Reconciler {
       }
     }
     if (boot) {
-      const rows: NodeRow[] = [];
+      // The image fields as the database stores them (text, not parsed): most stamp changes are
+      // take-overs elsewhere, which leave the images alone — those nodes cost a string compare.
+      const rows: Array<{ id: number; uuid: string; di: string; ii: string }> = [];
       for (const batch of chunks(precache, BATCH)) {
         if (this.stopped) break;
         rows.push(
           ...(await store.db
             .selectFrom('nodes')
-            .selectAll()
+            .select(['id', 'uuid', sql<string>`cast(driver_info as text)`.as('di'), sql<string>`cast(instance_info as text)`.as('ii')])
             .where(
               'id',
               'in',
@@ -457,21 +475,28 @@ export class Reconciler {
       const stamps = new Map(precache.map((n) => [n.id, n.stamp]));
       // Nodes of one image set share a key: each set is fetched once, not once per node.
       const done = new Map<string, Promise<void>>();
-      await pool(rows, this.options.workers, async (node) => {
+      await pool(rows, this.options.workers, async (row) => {
         if (this.stopped) return;
-        const images = bootImages(node);
-        const key = JSON.stringify(images);
+        const raw = `${row.di}\n${row.ii}`;
+        const stamp = stamps.get(row.id) ?? '';
+        if (!verify && this.cachedImages.get(row.uuid) === raw) {
+          this.cached.set(row.uuid, stamp);
+          return;
+        }
         try {
+          const images = bootImages({ driver_info: JSON.parse(row.di) as Record<string, unknown>, instance_info: JSON.parse(row.ii) as Record<string, unknown> });
+          const key = JSON.stringify(images);
           let fill = done.get(key);
           if (!fill) done.set(key, (fill = boot.precache(images).then(() => undefined)));
           await fill;
-          this.cached.set(node.uuid, stamps.get(node.id) ?? '');
+          this.cached.set(row.uuid, stamp);
+          this.cachedImages.set(row.uuid, raw);
           report.precached += 1;
           metrics.precaches.inc();
         } catch (err) {
           report.failed += 1;
           metrics.failures.inc();
-          this.log.warn({ node: node.uuid, err: (err as Error).message }, 'could not pre-cache images for a replica node');
+          this.log.warn({ node: row.uuid, err: (err as Error).message }, 'could not pre-cache images for a replica node');
         }
       });
       await pool(cleanUp, this.options.workers, async (uuid) => {
