@@ -9,13 +9,11 @@
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { openDatabase } from '../src/db/connect.js';
 import { migrateDatabase } from '../src/db/migrate.js';
+import { benchDatabase } from './bench-database.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: string) => {
@@ -26,7 +24,6 @@ const asJson = args.includes('--json');
 const sizes = flag('--sizes', '1000,10000').split(',').map(Number);
 const engines = flag('--engines', 'sqlite,postgres').split(',');
 const seconds = Number(flag('--seconds', '3'));
-const PG = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'ironring');
 const H = { 'X-OpenStack-Ironic-API-Version': 'latest' };
 
@@ -34,28 +31,6 @@ const say = (line: string) => {
   if (!asJson) console.log(line);
 };
 
-async function database(engine: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  if (engine === 'sqlite') {
-    const dir = mkdtempSync(path.join(tmpdir(), 'ironring-bench-api-'));
-    return { url: `sqlite://${path.join(dir, 'bench.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const schema = `bench_api_${process.pid}`;
-  const admin = new pg.Client({ connectionString: PG });
-  await admin.connect();
-  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
-  await admin.end();
-  const url = new URL(PG);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: PG });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
-    },
-  };
-}
 
 async function seed(url: string, n: number): Promise<string[]> {
   const store = await openDatabase(url);
@@ -139,7 +114,7 @@ async function throughput(run: () => Promise<void>, concurrency: number): Promis
 const results: Record<string, Record<string, number>> = {};
 for (const engine of engines) {
   for (const size of sizes) {
-    const db = await database(engine);
+    const db = await benchDatabase(engine, 'api');
     try {
       const uuids = await seed(db.url, size);
       const api = await startApi(db.url);

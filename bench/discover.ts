@@ -12,9 +12,6 @@
  * Options: --json (one JSON object on the last line), --engine, --services N, --nodes-per-service N,
  * --trace (each statement's time on stderr).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { sql } from 'kysely';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import pg from 'pg';
@@ -22,6 +19,7 @@ import { CellStores, createCell, discoverHosts } from '../src/cells/index.js';
 import { openDatabase } from '../src/db/connect.js';
 import type { Store } from '../src/db/connect.js';
 import { migrateDatabase } from '../src/db/migrate.js';
+import { BENCH_POSTGRES_URL, benchDatabase } from './bench-database.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: string) => {
@@ -33,7 +31,7 @@ const asJson = args.includes('--json');
 const trace = args.includes('--trace');
 const SERVICES = Number(flag('--services', '10000'));
 const PER_SERVICE = Number(flag('--nodes-per-service', '10'));
-const PG = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const PG = BENCH_POSTGRES_URL;
 
 const say = (line: string) => {
   if (!asJson) console.log(line);
@@ -73,28 +71,6 @@ async function postgresReachable(): Promise<boolean> {
   }
 }
 
-async function database(engine: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  if (engine === 'sqlite') {
-    const dir = mkdtempSync(path.join(tmpdir(), 'ironring-bench-discover-'));
-    return { url: `sqlite://${path.join(dir, 'bench.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const schema = `bench_discover_${process.pid}`;
-  const admin = new pg.Client({ connectionString: PG });
-  await admin.connect();
-  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
-  await admin.end();
-  const url = new URL(PG);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: PG });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
-    },
-  };
-}
 
 /** 10,000 services `compute-00000…` and 10 compute nodes on each host, none mapped. */
 async function seed(store: Store): Promise<void> {
@@ -148,7 +124,7 @@ async function main(): Promise<void> {
   const engine = wanted || ((await postgresReachable()) ? 'postgres' : 'sqlite');
   if (engine !== 'postgres' && engine !== 'sqlite') throw new Error(`--engine: expected postgres or sqlite, got ${engine}`);
   say(`host discovery on ${engine}${wanted ? '' : engine === 'postgres' ? ' (reachable at ' + PG + ')' : ' (PostgreSQL unreachable)'}: 1 cell, ${SERVICES} services, ${SERVICES * PER_SERVICE} compute nodes`);
-  const target = await database(engine);
+  const target = await benchDatabase(engine, 'discover');
   const rawApi = await openDatabase(target.url);
   const rawCell = await openDatabase(target.url);
   const cells = new CellStores();

@@ -18,7 +18,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { listConductors, membersByGroup } from '../src/cluster/membership.js';
 import { openDatabase } from '../src/db/connect.js';
 import type { Store } from '../src/db/connect.js';
@@ -27,6 +26,7 @@ import { HashRing } from '../src/ring/index.js';
 import { startConductor } from '../test/helpers/conductors.js';
 import type { RunningConductor } from '../test/helpers/conductors.js';
 import { checkInvariants, seedDeployedNodes, writeTestImages } from '../test/helpers/takeover.js';
+import { benchDatabase } from './bench-database.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: string) => {
@@ -39,7 +39,6 @@ const NODES = Number(flag('--nodes', '10000'));
 // timeout lets a loaded conductor's late heartbeat look like a death (the tests use 3 s with 300 nodes).
 const HEARTBEAT_TIMEOUT = Number(flag('--heartbeat-timeout', '10'));
 const WORKERS = flag('--workers', '');
-const PG = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REPLICAS = 2;
 const RING = { mode: 'balanced' as const, partitions: 32 };
 // Ironic at its defaults (REFERENCE.md): hash ring cache 15 s, sync_local_state every 180 s, 8 nodes per run, heartbeat timeout 60 s.
@@ -49,24 +48,6 @@ const say = (line: string) => {
   if (!asJson) console.log(line);
 };
 
-async function database(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const schema = `bench_takeover_${process.pid}`;
-  const admin = new pg.Client({ connectionString: PG });
-  await admin.connect();
-  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
-  await admin.end();
-  const url = new URL(PG);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: PG });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
-    },
-  };
-}
 
 /** Nodes whose affinity is not their owner on the live ring; Infinity while a `gone` conductor is still live. */
 async function misplaced(store: Store, gone: readonly string[]): Promise<number> {
@@ -95,7 +76,7 @@ async function until(store: Store, gone: readonly string[], timeoutMs: number, w
 }
 
 async function main(): Promise<void> {
-  const db = await database();
+  const db = await benchDatabase('postgres', 'takeover');
   const work = mkdtempSync(path.join(tmpdir(), 'ironring-bench-takeover-'));
   const store = await openDatabase(db.url);
   const running: RunningConductor[] = [];
