@@ -595,6 +595,7 @@ export class Reconciler {
           failed.push({ node, error: (err as Error).message, first: count === 1 });
         }
       }));
+      let confirmed = 0;
       if (done.length > 0) {
         const updated = await store.db
           .updateTable('nodes')
@@ -609,6 +610,12 @@ export class Reconciler {
           .execute();
         // Remember each node as of this write: the next pass skips it unless someone changes it.
         for (const row of updated) this.current.set(row.uuid, fingerprint(row.stamp, ports.get(row.id) ?? []));
+        confirmed = updated.length;
+        if (confirmed < done.length) {
+          // Our lock was taken away meanwhile (judged dead?): those nodes are not ours yet; try again.
+          report.pending += done.length - confirmed;
+          this.log.warn({ nodes: done.length - confirmed }, 'lost the lock of nodes being taken over; retrying them');
+        }
         // The previous holders clean up as soon as they hear of it.
         announceNodeChange(store, this.options.group);
       }
@@ -641,8 +648,8 @@ export class Reconciler {
           .values(history.map((h) => ({ uuid: randomUUID(), conductor: hostname, event_type: 'conductor', created_at: store.sqlNow(), ...h })))
           .execute();
       }
-      report.takenOver += done.length;
-      metrics.takeovers.inc(done.length);
+      report.takenOver += confirmed;
+      metrics.takeovers.inc(confirmed);
       report.failed += failed.length;
       report.backingOff += failed.length;
       if (failed.length > 0) {

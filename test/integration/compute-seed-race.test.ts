@@ -21,7 +21,14 @@ describe.each(engines)('the seed\'s race on %s', (engine) => {
   afterEach(() => deployment.close());
 
   it('makes a rebalanced node unschedulable with by-service and periodic discovery off, and periodic discovery heals it within one interval', async () => {
-    deployment = new ComputeDeployment(engine, { IRONRING_SCHEDULER_DISCOVER_HOSTS_INTERVAL: '-1', IRONRING_SCHEDULER_DISCOVER_HOSTS_BY_SERVICE: 'false' });
+    deployment = new ComputeDeployment(engine, {
+      IRONRING_SCHEDULER_DISCOVER_HOSTS_INTERVAL: '-1',
+      IRONRING_SCHEDULER_DISCOVER_HOSTS_BY_SERVICE: 'false',
+      // Nothing here dies: generous liveness, so a heartbeat late under load (SQLite, shared CI cores)
+      // never hands a moved node back to its old host between the checks below.
+      IRONRING_COMPUTE_SERVICE_DOWN_TIME: '10',
+      IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: '10',
+    });
     await deployment.up();
     // One compute service and its nodes, each of its own resource class so a server can ask for one.
     const owners = ['aio', 'c2', 'c3', 'aio'];
