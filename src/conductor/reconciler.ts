@@ -1,189 +1,27 @@
 /**
- * The reconciler ("sync local state", DESIGN §1 invariants 2, 3, 5 and §5): keeps this conductor's
- * local boot state in line with the ring.
- *
- * One pass reads the live ring, every node of this conductor's group and its ports (two queries),
- * and the node directories on disk (two readdirs), then decides per node:
- * - **owner**, node in a state that boots from the network (active, wait call-back, clean wait,
- *   rescue…): unless already current here, lock it (one conditional UPDATE per batch), run the
- *   driver's `deploy.prepare` + `deploy.takeOver` (boot files, per-MAC links, DHCP entries now on
- *   this conductor), then set `conductor_affinity` to this conductor and unlock (one UPDATE per
- *   batch) with one history row per node that moved. Maintenance does not stop this: only power
- *   actions are skipped for nodes in maintenance, never their boot state.
- * - **owner**, node left in a working state (deploying, cleaning, deleting…) with no lock: the
- *   conductor doing that work is gone, so the work is resumed here instead of being failed.
- * - **replica**: the deploy and instance kernel/ramdisk are pre-cached (never the user image).
- * - **neither** (or a node that no longer boots from the network): local files are removed once the
- *   new owner has taken over (`conductor_affinity` is someone else), so a node is never without a
- *   conductor serving its config; files of nodes gone from the database after a grace period.
- *
- * "Current" is remembered per node as a fingerprint of everything its boot files derive from, so a
- * pass over 10,000 nodes where nothing changed touches no file. Passes at start and the periodic
- * safety net (`sync_local_state_interval`) ignore the fingerprints and re-check every owned node's
- * files (compare-first: only what is missing or different is written), which is how files deleted
- * or damaged behind the conductor's back, or a data directory wiped before a restart, are repaired.
- *
- * Triggers: ring changes (immediately), start, node changes (PostgreSQL notifications, and a cheap
- * change-stamp poll on both engines), retries of nodes that could not be taken over yet, and the
- * periodic pass. Passes never overlap; triggers during a pass coalesce into one more pass.
+ * The reconciler ("sync local state", DESIGN §1 invariants 2, 3, 5 and §5; docs/takeover.md): keeps
+ * this conductor's local boot state in line with the ring. A pass reads the live ring, the group's
+ * nodes (brief columns) and ports, and the node directories on disk, then per node: the **owner**
+ * takes over nodes that boot from the network (batch lock, `deploy.prepare` + `deploy.takeOver`,
+ * one flush, `conductor_affinity`, history) — maintenance or not — and resumes working states a
+ * departed conductor left unlocked; a **replica** pre-caches kernels and ramdisks (never the user
+ * image); **anyone else** removes its files once the new owner has taken over, so a node is never
+ * without a conductor serving its config. "Current" is remembered per node (its `updated_at` and
+ * ports), so a pass over unchanged nodes touches no file; the start pass and the periodic safety
+ * net re-check every owned node's files instead. Triggers: ring changes, start, node changes
+ * (NOTIFY and a change-stamp poll), retries and the periodic pass; passes never overlap.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from '../common/logger.js';
-import type { ClusterView } from '../cluster/cluster-view.js';
 import { announceNodeChange, NODES_CHANNEL } from '../cluster/task.js';
-import type { TaskTracker } from '../cluster/task.js';
-import type { Store } from '../db/connect.js';
-import type { BootEnvironment } from '../boot/index.js';
-import type { DriverRegistry } from '../drivers/index.js';
-import type { ImageRef } from '../drivers/fields.js';
 import type { NodeRow } from '../nodes/node-store.js';
-import { WORKING_STATES } from '../nodes/states.js';
-import type { ConductorMetrics } from './metrics.js';
+import { BATCH, BOOT_STATE_STATES, bootImages, chunks, fingerprint, pool, stampColumn, WORKING } from './reconcile-parts.js';
+import type { NodeBrief, PassReport, Port, ReconcilerOptions } from './reconcile-parts.js';
 
 export { NODES_CHANNEL } from '../cluster/task.js';
-
-/**
- * Provision states in which a node boots from its conductor's files (the instance for `active` with
- * a network-booted deploy; the deploy ramdisk while it is cleaned, inspected, rescued or waits for
- * its ramdisk to call back).
- */
-export const BOOT_STATE_STATES: ReadonlySet<string> = new Set([
-  'active',
-  'wait call-back',
-  'clean wait',
-  'inspect wait',
-  'rescue wait',
-  'rescue',
-  'deploying',
-  'cleaning',
-  'inspecting',
-  'rescuing',
-]);
-
-const WORKING: ReadonlySet<string> = new Set(WORKING_STATES);
-
-/** Nodes locked (and released) per UPDATE: far below both engines' bound-parameter limits. */
-const BATCH = 500;
-
-export interface ReconcilerOptions {
-  store: Store;
-  hostname: string;
-  group: string;
-  /** The conductor's row id (set once registered). */
-  conductorId: () => number;
-  view: ClusterView;
-  drivers: () => DriverRegistry;
-  /** This conductor's boot environment; without one, only affinity and in-flight work are handled. */
-  boot: () => BootEnvironment | undefined;
-  tracker: TaskTracker;
-  /** Resumes a working state a departed conductor left behind; false when the node could not be locked. */
-  resume: (uuid: string) => Promise<boolean>;
-  logger: Logger;
-  metrics: ConductorMetrics;
-  replicas: number;
-  workers: number;
-  /** Seconds between safety-net passes; 0 disables them. */
-  intervalSeconds: number;
-  /** How often node changes are polled for (ms). Default 1000. */
-  changePollMs?: number;
-  /** Delay before retrying nodes that could not be taken over (ms). Default 500. */
-  retryMs?: number;
-  /** How long files of a node missing from the database are kept (ms). Default 60 s. */
-  orphanGraceMs?: number;
-}
-
-/** What one pass did. */
-export interface PassReport {
-  trigger: string;
-  verify: boolean;
-  ringVersion: number;
-  nodes: number;
-  owned: number;
-  replicated: number;
-  takenOver: number;
-  precached: number;
-  cleanedUp: number;
-  resumed: number;
-  /** Owned nodes left not current (locked elsewhere, failed): retried shortly. */
-  pending: number;
-  /** Of those, nodes whose take-over failed and that wait for their next try (exponential backoff up to 60 s). */
-  backingOff: number;
-  /** Local state kept for now because the new owner has not taken over yet. */
-  awaitingNewOwner: number;
-  failed: number;
-  durationMs: number;
-}
-
-type Port = { address: string; pxeEnabled: boolean };
-
-/** Longest stretch (ms) a pass keeps the event loop before letting timers and sockets run. */
-const SLICE_MS = 10;
-
-/**
- * Runs `fn` over `items` with at most `workers` at a time, giving the event loop back every
- * `SLICE_MS`: boot files are written with synchronous calls, and chains of resolved promises never
- * let timers run, so without this a big pass would starve the heartbeat (and look dead to the
- * others) and the TFTP server.
- */
-async function pool<T>(items: readonly T[], workers: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let sliceStart = performance.now();
-  const run = async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      await fn(item);
-      if (performance.now() - sliceStart > SLICE_MS) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(workers, items.length) }, run));
-}
-
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
-/**
- * A node's version: its `updated_at` as the database wrote it (every write of a node row sets it, by
- * the database clock, to the microsecond on PostgreSQL) and its ports. Equal fingerprints mean the
- * boot files made for one are still right for the other.
- */
-function fingerprint(stamp: string, ports: readonly Port[]): string {
-  let out = stamp;
-  for (const p of ports) out += `|${p.address}${p.pxeEnabled ? '+' : '-'}`;
-  return out;
-}
-
-/** The columns a pass decides with; full rows are read only for nodes that need work. */
-type NodeBrief = Pick<NodeRow, 'id' | 'uuid' | 'provision_state' | 'reservation' | 'conductor_affinity' | 'maintenance'> & { stamp: string };
-const stampColumn = sql<string>`cast(updated_at as text)`.as('stamp');
-
-function imageRef(bag: Readonly<Record<string, unknown>>, key: string): ImageRef | undefined {
-  const url = bag[key];
-  const checksum = bag[`${key}_checksum`];
-  return typeof url === 'string' && typeof checksum === 'string' ? { url, checksum } : undefined;
-}
-
-/** The kernels and ramdisks a replica keeps ready: deploy pair and instance pair, never the user image. */
-function bootImages(node: Pick<NodeRow, 'driver_info' | 'instance_info'>): Record<string, ImageRef> {
-  const images: Record<string, ImageRef> = {};
-  const pairs: Array<[string, Readonly<Record<string, unknown>>, string]> = [
-    ['deployKernel', node.driver_info, 'deploy_kernel'],
-    ['deployRamdisk', node.driver_info, 'deploy_ramdisk'],
-    ['kernel', node.instance_info, 'kernel'],
-    ['ramdisk', node.instance_info, 'ramdisk'],
-  ];
-  for (const [role, bag, key] of pairs) {
-    const ref = imageRef(bag, key);
-    if (ref) images[role] = ref;
-  }
-  return images;
-}
+export { BOOT_STATE_STATES } from './reconcile-parts.js';
+export type { PassReport, ReconcilerOptions } from './reconcile-parts.js';
 
 export class Reconciler {
   /** Fingerprint of each owned node whose boot state this process made current. */
