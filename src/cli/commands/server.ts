@@ -6,22 +6,10 @@ import { Command, Option } from 'commander';
 import { IronringError, UsageError } from '../../common/errors.js';
 import { ApiRequestFailed, apiRequest, clientContext, withClientOptions } from '../client.js';
 import { emit, renderRecord, renderTable } from '../output.js';
+import type { ServerView } from '../../compute/instances.js';
 
-interface ServerJson {
-  id: string;
-  name: string | null;
-  status: string;
-  vm_state: string;
-  task_state: string | null;
-  resource_class: string | null;
-  host: string | null;
-  node: string | null;
-  cell: string | null;
-  image: Record<string, unknown>;
-  fault: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/** The API's shape of a server (a type only: the CLI loads no compute code). */
+type ServerJson = ServerView;
 
 /** Thrown when a server waited for ends in ERROR. */
 export class ServerFailed extends IronringError {
