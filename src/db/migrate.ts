@@ -11,6 +11,7 @@ import type { Engine, Store } from './connect.js';
 import type { Database } from './schema.js';
 import { apiInitial } from './migrations/api-0001-initial.js';
 import { baremetalInitial } from './migrations/baremetal-0001-initial.js';
+import { baremetalNodeOrder } from './migrations/baremetal-0002-node-order.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 
@@ -24,7 +25,7 @@ export type { MigrationSet };
 function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migration> {
   switch (set) {
     case 'baremetal':
-      return { '0001_initial': baremetalInitial(engine) };
+      return { '0001_initial': baremetalInitial(engine), '0002_node_order': baremetalNodeOrder() };
     case 'api':
       return { '0001_initial': apiInitial(engine) };
     case 'cell':

@@ -35,7 +35,7 @@ describe.each(engines)('migrations on %s', (engine) => {
   it('creates every table of the schema on an empty database', async () => {
     expect(await tableNames()).toEqual([]);
     const reports = await migrateDatabase(store);
-    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault'] : ['0001_initial']]));
+    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault'] : s === 'baremetal' ? ['0001_initial', '0002_node_order'] : ['0001_initial']]));
     const names = await tableNames();
     for (const table of TABLES) expect(names).toContain(table);
   });
@@ -45,7 +45,7 @@ describe.each(engines)('migrations on %s', (engine) => {
     await store.db.insertInto('conductors').values({ hostname: 'c1' }).execute();
     const again = await migrateDatabase(store);
     expect(again.every((r) => r.applied.length === 0)).toBe(true);
-    expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial']);
+    expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial', '0002_node_order']);
     const rows = await store.db.selectFrom('conductors').select('hostname').execute();
     expect(rows).toEqual([{ hostname: 'c1' }]);
   });

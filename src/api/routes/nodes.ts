@@ -71,15 +71,14 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     if (associated !== undefined) filters.associated = associated;
 
     const shown = fields ?? (detail ? undefined : [...NODE_LIST_FIELDS]);
-    const rows = await listNodes(store, {
+    const [rows, ctx] = await Promise.all([listNodes(store, {
       limit,
       sortKey,
       sortDir,
       filters,
       ...(q.marker !== undefined ? { marker: q.marker.toLowerCase() } : {}),
       ...(shown ? { columns: columnsFor(shown) } : {}),
-    });
-    const ctx = await viewContext(request);
+    }), viewContext(request)]);
     const body: Record<string, unknown> = { nodes: rows.map((n) => renderNode(n, ctx, shown, detail)) };
     if (rows.length === limit && rows.length > 0) body.next = nextLink(ctx.base, request, limit, rows[rows.length - 1]!);
     return body;
@@ -90,8 +89,9 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
 
   app.get<{ Params: { ident: string }; Querystring: { fields?: string } }>('/v1/nodes/:ident', async (request) => {
     const fields = parseFields(request.query.fields, fieldsAt(request.apiVersion), 'node');
-    const node = await getNode(store, request.params.ident);
-    return renderNode(node, await viewContext(request), fields);
+    // Both reads at once: the node and the live conductors are independent round trips.
+    const [node, ctx] = await Promise.all([getNode(store, request.params.ident), viewContext(request)]);
+    return renderNode(node, ctx, fields);
   });
 
   app.post('/v1/nodes', async (request, reply) => {
