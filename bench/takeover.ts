@@ -40,7 +40,8 @@ const NODES = Number(flag('--nodes', '10000'));
 const HEARTBEAT_TIMEOUT = Number(flag('--heartbeat-timeout', '10'));
 const WORKERS = flag('--workers', '');
 const REPLICAS = 2;
-const RING = { mode: 'balanced' as const, partitions: 32 };
+// What the conductors use at their defaults (`conductorRingOptions`): balanced mode with its own points per host.
+const RING = { mode: 'balanced' as const };
 // Ironic at its defaults (REFERENCE.md): hash ring cache 15 s, sync_local_state every 180 s, 8 nodes per run, heartbeat timeout 60 s.
 const IRONIC = { ringCacheS: 15, syncIntervalS: 180, nodesPerRun: 8, heartbeatTimeoutS: 60 };
 
@@ -90,6 +91,8 @@ async function main(): Promise<void> {
       if (!dirs.has(host)) dirs.set(host, path.join(work, host));
       const c = await startConductor(db.url, host, {
         dataDir: dirs.get(host)!,
+        // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles each conductor (written when it exits).
+        nodeArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
         env: {
           IRONRING_LOG_LEVEL: process.env.BENCH_LOG_DIR ? 'info' : 'warn',
           IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(HEARTBEAT_TIMEOUT),

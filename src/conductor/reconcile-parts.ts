@@ -85,6 +85,8 @@ export interface PassReport {
   awaitingNewOwner: number;
   failed: number;
   durationMs: number;
+  /** Where the pass spent its time (ms): reading nodes, ports and the disk; take-overs; pre-caching; clean-up. */
+  phasesMs: { read: number; takeOver: number; precache: number; cleanUp: number };
 }
 
 export type Port = { address: string; pxeEnabled: boolean };

@@ -181,6 +181,15 @@ export class Reconciler {
       awaitingNewOwner: 0,
       failed: 0,
       durationMs: 0,
+      phasesMs: { read: 0, takeOver: 0, precache: 0, cleanUp: 0 },
+    };
+    const phases = report.phasesMs;
+    let mark = performance.now();
+    /** Adds the time since the last mark to a phase. */
+    const lap = (phase: keyof PassReport['phasesMs']) => {
+      const now = performance.now();
+      phases[phase] += now - mark;
+      mark = now;
     };
     const boot = this.options.boot();
     const [nodes, portRows, onDisk] = await Promise.all([
@@ -199,6 +208,7 @@ export class Reconciler {
       boot ? boot.listPrepared() : Promise.resolve([] as string[]),
     ]);
     report.nodes = nodes.length;
+    lap('read');
     const ports = new Map<number, Port[]>();
     for (const p of portRows) {
       let list = ports.get(p.node_id);
@@ -277,6 +287,7 @@ export class Reconciler {
     }
     for (const uuid of this.orphanSince.keys()) if (!disk.has(uuid)) this.orphanSince.delete(uuid);
 
+    lap('read');
     if (takeOver.length > 0) await this.takeOver(takeOver, fingerprints, ports, me, report);
     for (const node of resume) {
       if (this.stopped) break;
@@ -292,6 +303,7 @@ export class Reconciler {
         this.log.warn({ node: node.uuid, err: (err as Error).message }, 'could not resume the work of a departed conductor');
       }
     }
+    lap('takeOver');
     if (boot) {
       // The image fields as the database stores them (text, not parsed): most stamp changes are
       // take-overs elsewhere, which leave the images alone — those nodes cost a string compare.
@@ -337,6 +349,7 @@ export class Reconciler {
           this.log.warn({ node: row.uuid, err: (err as Error).message }, 'could not pre-cache images for a replica node');
         }
       });
+      lap('precache');
       await pool(cleanUp, this.options.workers, async (uuid) => {
         if (this.stopped) return;
         try {
@@ -355,6 +368,8 @@ export class Reconciler {
       });
     }
 
+    lap('cleanUp');
+    for (const phase of Object.keys(phases) as Array<keyof typeof phases>) phases[phase] = Math.round(phases[phase]);
     report.durationMs = performance.now() - started;
     metrics.nodesOwned.set(report.owned);
     metrics.nodesReplicated.set(report.replicated);

@@ -32,6 +32,8 @@ export interface ConductorOptions {
   env?: Record<string, string>;
   /** A data directory owned by the caller (kept after exit); default a temporary one removed on exit. */
   dataDir?: string;
+  /** Extra arguments for node itself (`--cpu-prof` …), before the CLI's. */
+  nodeArgs?: string[];
 }
 
 export async function startConductor(url: string, host: string, options: ConductorOptions = {}): Promise<RunningConductor> {
@@ -47,7 +49,7 @@ export async function startConductor(url: string, host: string, options: Conduct
       ...(options.skewMs !== undefined ? { SKEW_CLOCK_MS: String(options.skewMs) } : {}),
       ...options.env,
     },
-    nodeArgs: options.skewMs !== undefined ? ['--import', path.join(REPO_ROOT, 'test/helpers/skew-clock.mjs')] : [],
+    nodeArgs: [...(options.nodeArgs ?? []), ...(options.skewMs !== undefined ? ['--import', path.join(REPO_ROOT, 'test/helpers/skew-clock.mjs')] : [])],
   });
   if (options.dataDir === undefined) void proc.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
   const m = await proc.waitForOutput(/RPC at (http:\/\/\S+)/, 30_000);

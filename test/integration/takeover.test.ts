@@ -20,7 +20,8 @@ import type { InvariantReport, SeededNode, TestImages } from '../helpers/takeove
 
 const engines = (await testEngines()).filter((e) => e === 'postgres');
 const REPLICAS = 2;
-const RING = { mode: 'balanced' as const, partitions: 32 };
+// What the conductors use at their defaults (`conductorRingOptions`): balanced mode with its own points per host.
+const RING = { mode: 'balanced' as const };
 
 describe.skipIf(engines.length === 0)('take-over: conductors keep boot state on the ring owner (PostgreSQL)', { timeout: 120_000 }, () => {
   let target: TestDatabase;
