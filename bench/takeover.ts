@@ -13,7 +13,8 @@
  * one `_sync_local_state` run every 180 s taking over 8 nodes, after a 60 s heartbeat timeout for a crash.
  *
  * Options: --json, --nodes N (10000), --heartbeat-timeout S (10), --workers N (conductor
- * sync_local_state_workers, default the option's default).
+ * sync_local_state_workers, default the option's default), --data-root DIR (where the conductors'
+ * data directories are created; default the system's temporary directory).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import { listConductors, membersByGroup } from '../src/cluster/membership.js';
 import { openDatabase } from '../src/db/connect.js';
 import type { Store } from '../src/db/connect.js';
 import { migrateDatabase } from '../src/db/migrate.js';
+import { sql } from 'kysely';
 import { HashRing } from '../src/ring/index.js';
 import { startConductor } from '../test/helpers/conductors.js';
 import type { RunningConductor } from '../test/helpers/conductors.js';
@@ -39,6 +41,9 @@ const NODES = Number(flag('--nodes', '10000'));
 // timeout lets a loaded conductor's late heartbeat look like a death (the tests use 3 s with 300 nodes).
 const HEARTBEAT_TIMEOUT = Number(flag('--heartbeat-timeout', '10'));
 const WORKERS = flag('--workers', '');
+// Where the conductors' data directories go (default: the system's temporary directory). Creating a
+// file costs what the file system makes it cost: see docs/takeover.md for figures by file system.
+const DATA_ROOT = flag('--data-root', tmpdir());
 const REPLICAS = 2;
 // What the conductors use at their defaults (`conductorRingOptions`): balanced mode with its own points per host.
 const RING = { mode: 'balanced' as const };
@@ -50,21 +55,43 @@ const say = (line: string) => {
 };
 
 
-/** Nodes whose affinity is not their owner on the live ring; Infinity while a `gone` conductor is still live. */
+/**
+ * The expected owner of every node for one set of live conductors, loaded into a table of the
+ * bench's schema so that each poll is one counting query: recomputing 10,000 owners and reading
+ * 10,000 rows into this process every poll took CPU from the conductors being measured.
+ */
+let expectedFor = '';
+
+async function loadExpected(store: Store, live: ReadonlyArray<{ hostname: string; id: number; conductorGroup: string; weight: number }>): Promise<void> {
+  const key = live.map((c) => `${c.conductorGroup}/${c.hostname}/${c.id}`).sort().join(',');
+  if (key === expectedFor) return;
+  const ids = new Map(live.map((c) => [c.hostname, c.id]));
+  const rings = new Map<string, HashRing>();
+  for (const [group, members] of membersByGroup(live as Parameters<typeof membersByGroup>[0])) rings.set(group, new HashRing(members, RING));
+  const rows = await store.db.selectFrom('nodes').select(['uuid', 'conductor_group']).execute();
+  const uuids: string[] = [];
+  const owners: Array<number | null> = [];
+  for (const n of rows) {
+    const owner = rings.get(n.conductor_group)?.lookup(n.uuid)[0];
+    uuids.push(n.uuid);
+    owners.push(owner === undefined ? null : (ids.get(owner) ?? null));
+  }
+  await sql`create table if not exists bench_expected (uuid text primary key, conductor_id integer)`.execute(store.db);
+  await sql`truncate bench_expected`.execute(store.db);
+  await sql`insert into bench_expected select * from unnest(cast(${uuids} as text[]), cast(${owners} as integer[]))`.execute(store.db);
+  expectedFor = key;
+}
+
+/** Nodes whose affinity is not their owner on the live ring, or still locked; Infinity while a `gone` conductor is still live. */
 async function misplaced(store: Store, gone: readonly string[]): Promise<number> {
   const conductors = await listConductors(store, HEARTBEAT_TIMEOUT);
   const live = conductors.filter((c) => c.alive);
   if (gone.some((h) => live.some((c) => c.hostname === h))) return Infinity;
-  const ids = new Map(live.map((c) => [c.hostname, c.id]));
-  const rings = new Map<string, HashRing>();
-  for (const [group, members] of membersByGroup(live)) rings.set(group, new HashRing(members, RING));
-  const rows = await store.db.selectFrom('nodes').select(['uuid', 'conductor_group', 'conductor_affinity', 'reservation']).execute();
-  let wrong = 0;
-  for (const n of rows) {
-    const owner = rings.get(n.conductor_group)?.lookup(n.uuid)[0];
-    if (owner === undefined || n.conductor_affinity !== ids.get(owner) || n.reservation !== null) wrong += 1;
-  }
-  return wrong;
+  await loadExpected(store, live);
+  const row = await sql<{ n: string }>`
+    select count(*) as n from nodes left join bench_expected e on e.uuid = nodes.uuid
+    where e.conductor_id is null or nodes.conductor_affinity is distinct from e.conductor_id or nodes.reservation is not null`.execute(store.db);
+  return Number(row.rows[0]!.n);
 }
 
 async function until(store: Store, gone: readonly string[], timeoutMs: number, what: string): Promise<number> {
@@ -72,13 +99,13 @@ async function until(store: Store, gone: readonly string[], timeoutMs: number, w
   for (;;) {
     if ((await misplaced(store, gone)) === 0) return (performance.now() - started) / 1000;
     if (performance.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 async function main(): Promise<void> {
   const db = await benchDatabase('postgres', 'takeover');
-  const work = mkdtempSync(path.join(tmpdir(), 'ironring-bench-takeover-'));
+  const work = mkdtempSync(path.join(DATA_ROOT, 'ironring-bench-takeover-'));
   const store = await openDatabase(db.url);
   const running: RunningConductor[] = [];
   const dirs = new Map<string, string>();
@@ -165,6 +192,7 @@ async function main(): Promise<void> {
       conductors: 3,
       replicas: REPLICAS,
       heartbeat_timeout_s: HEARTBEAT_TIMEOUT,
+      data_root: DATA_ROOT,
       initial_prepare_s: Number(initialS.toFixed(3)),
       graceful_moved: gracefulMoved,
       graceful_convergence_s: Number(gracefulS.toFixed(3)),
@@ -182,8 +210,11 @@ async function main(): Promise<void> {
   } finally {
     // BENCH_LOG_DIR=dir keeps each conductor's log.
     if (process.env.BENCH_LOG_DIR) running.forEach((c, i) => writeFileSync(path.join(process.env.BENCH_LOG_DIR!, `${c.host}-${i}.log`), c.proc.stderr()));
-    for (const c of running) if (c.proc.child.exitCode === null) c.proc.child.kill('SIGKILL');
+    // A graceful stop lets profiling conductors write their profiles; SIGKILL after 15 s regardless.
+    for (const c of running) if (c.proc.child.exitCode === null) c.proc.child.kill('SIGTERM');
+    const kill = setTimeout(() => running.forEach((c) => c.proc.child.exitCode === null && c.proc.child.kill('SIGKILL')), 15_000);
     await Promise.all(running.map((c) => c.proc.exited));
+    clearTimeout(kill);
     await store.close();
     await db.drop();
     rmSync(work, { recursive: true, force: true });
