@@ -121,7 +121,7 @@ async function main(): Promise<void> {
         // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles each conductor (written when it exits).
         nodeArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
         env: {
-          IRONRING_LOG_LEVEL: process.env.BENCH_LOG_DIR ? 'info' : 'warn',
+          IRONRING_LOG_LEVEL: process.env.BENCH_LOG_DIR ? (process.env.BENCH_LOG_LEVEL ?? 'info') : 'warn',
           IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(HEARTBEAT_TIMEOUT),
           IRONRING_CONDUCTOR_HEARTBEAT_INTERVAL: String(Math.max(1, Math.floor(HEARTBEAT_TIMEOUT / 3))),
           IRONRING_CONDUCTOR_REPLICAS: String(REPLICAS),

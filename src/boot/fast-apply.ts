@@ -24,9 +24,10 @@ function tempPath(path: string): string {
 
 function statSyncOrNull(path: string, follow = true): Stats | null {
   try {
-    return follow ? statSync(path) : lstatSync(path);
+    // No exception for a missing path (the usual answer here): building one costs more than the call.
+    return (follow ? statSync(path, { throwIfNoEntry: false }) : lstatSync(path, { throwIfNoEntry: false })) ?? null;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
     throw err;
   }
 }
@@ -109,7 +110,8 @@ export function applySync(spec: NodeSpec, ctx: FastApplyContext): { written: str
   if (spec.dhcp !== null) return null;
   if (ctx.otherDirs.some((d) => statSyncOrNull(d) !== null)) return null;
   const { layout } = spec;
-  const own = readSyncOrNull(layout.manifest);
+  // A node new here has no directory: one stat instead of reading a missing manifest (an exception).
+  const own = statSyncOrNull(layout.dir) === null ? null : readSyncOrNull(layout.manifest);
   if (own !== null && own !== spec.manifest) return null;
   const masters: Array<{ role: (typeof IMAGE_ROLES)[number]; path: string; stat: Stats }> = [];
   for (const role of IMAGE_ROLES) {

@@ -159,11 +159,22 @@ export class ImageCache {
     if (!force && now - (this.touched.get(path) ?? -Infinity) < interval) return;
     const st = await statOrNull(path);
     if (st === null) return;
-    if (!force && now - Math.max(st.atimeMs, st.mtimeMs) < interval) return;
+    const lastUse = Math.max(st.atimeMs, st.mtimeMs);
+    if (!force && now - lastUse < interval) {
+      // Used recently enough already (a fresh download, say): nothing to write, and no need to look
+      // again before the interval has passed since that use — a take-over touches the same masters
+      // for thousands of nodes.
+      this.remember(path, lastUse);
+      return;
+    }
     // atime, set explicitly: mtime stays, so copies made from this master still compare as current.
     await utimes(path, now / 1000, st.mtime);
+    this.remember(path, now);
+  }
+
+  private remember(path: string, usedAt: number): void {
     if (this.touched.size > 10_000) this.touched.clear();
-    this.touched.set(path, now);
+    this.touched.set(path, usedAt);
   }
 
   /** The master files in the cache. */

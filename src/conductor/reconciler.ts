@@ -3,7 +3,7 @@
  * this conductor's local boot state in line with the ring. A pass reads the live ring, the group's
  * nodes (brief columns) and ports, and the node directories on disk, then per node: the **owner**
  * takes over nodes that boot from the network (batch lock, `deploy.prepare` + `deploy.takeOver`,
- * one flush, `conductor_affinity`, history) — maintenance or not — and resumes working states a
+ * one flush, `conductor_affinity`, history; see `take-over.ts`) — maintenance or not — and resumes working states a
  * departed conductor left unlocked; a **replica** pre-caches kernels and ramdisks (never the user
  * image); **anyone else** removes its files once the new owner has taken over, so a node is never
  * without a conductor serving its config. "Current" is remembered per node (its `updated_at` and
@@ -11,12 +11,11 @@
  * net re-check every owned node's files instead. Triggers: ring changes, start, node changes
  * (NOTIFY and a change-stamp poll), retries and the periodic pass; passes never overlap.
  */
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from '../common/logger.js';
-import { announceNodeChange, NODES_CHANNEL } from '../cluster/task.js';
-import type { NodeRow } from '../nodes/node-store.js';
+import { NODES_CHANNEL } from '../cluster/task.js';
 import { BATCH, BOOT_STATE_STATES, bootImages, chunks, fingerprint, pool, stampColumn, WORKING } from './reconcile-parts.js';
+import { takeOverNodes } from './take-over.js';
 import type { NodeBrief, PassReport, Port, ReconcilerOptions } from './reconcile-parts.js';
 
 export { NODES_CHANNEL } from '../cluster/task.js';
@@ -288,7 +287,10 @@ export class Reconciler {
     for (const uuid of this.orphanSince.keys()) if (!disk.has(uuid)) this.orphanSince.delete(uuid);
 
     lap('read');
-    if (takeOver.length > 0) await this.takeOver(takeOver, fingerprints, ports, me, report);
+    if (takeOver.length > 0) {
+      const state = { options: this.options, log: this.log, stopped: () => this.stopped, current: this.current, failures: this.failures };
+      await takeOverNodes(state, takeOver, fingerprints, ports, me, report);
+    }
     for (const node of resume) {
       if (this.stopped) break;
       try {
@@ -383,132 +385,5 @@ export class Reconciler {
       'reconcile pass',
     );
     return report;
-  }
-
-  /**
-   * Takes nodes over in batches: one UPDATE locks a batch (nodes someone else holds stay pending),
-   * the workers rebuild each node's boot state, one UPDATE sets affinity and unlocks the done ones,
-   * one more unlocks the failed ones, one INSERT records the moves.
-   */
-  private async takeOver(
-    candidates: readonly NodeBrief[],
-    fingerprints: ReadonlyMap<number, string>,
-    ports: ReadonlyMap<number, Port[]>,
-    me: number,
-    report: PassReport,
-  ): Promise<void> {
-    const { store, hostname, metrics } = this.options;
-    const previous = new Map(candidates.map((n) => [n.id, n.conductor_affinity]));
-    // Names of previous holders, departed ones included, for the history.
-    const hostById = new Map((await store.db.selectFrom('conductors').select(['id', 'hostname']).execute()).map((c) => [c.id, c.hostname]));
-    const version = this.options.view.version;
-    for (const batch of chunks(candidates, BATCH)) {
-      // The ring moved under this pass: what is left may not be ours any more. The pass that the
-      // ring change queued decides again.
-      if (this.stopped || this.options.tracker.draining || this.options.view.version !== version) {
-        report.pending += batch.length;
-        continue;
-      }
-      const locked = await store.db
-        .updateTable('nodes')
-        .set({ reservation: hostname })
-        .where(
-          'id',
-          'in',
-          batch.map((n) => n.id),
-        )
-        .where('reservation', 'is', null)
-        .where('conductor_group', '=', this.options.group)
-        .returningAll()
-        .execute();
-      report.pending += batch.length - locked.length;
-      const done: NodeRow[] = [];
-      const failed: Array<{ node: NodeRow; error: string; first?: boolean }> = [];
-      const boot = this.options.boot();
-      const inBatch = <T>(fn: () => Promise<T>): Promise<T> => (boot ? boot.batch(fn) : fn());
-      // One flush of the file systems for the whole batch, before conductor_affinity says "here".
-      await inBatch(() => pool(locked, this.options.workers, async (node) => {
-        if (this.stopped) {
-          failed.push({ node, error: 'conductor stopping', first: false });
-          return;
-        }
-        const nodePorts = ports.get(node.id) ?? [];
-        try {
-          const task = this.options.drivers().bind({ node, ports: nodePorts, logger: this.log.child({ node: node.uuid }) });
-          await task.driver.deploy.prepare(task);
-          await task.driver.deploy.takeOver(task);
-          this.failures.delete(node.uuid);
-          done.push(node);
-        } catch (err) {
-          this.current.delete(node.uuid);
-          const fp = fingerprints.get(node.id) ?? '';
-          const before = this.failures.get(node.uuid);
-          const count = before && before.fp === fp ? before.count + 1 : 1;
-          this.failures.set(node.uuid, { fp, count, until: Date.now() + Math.min(60_000, 1000 * 2 ** (count - 1)) });
-          failed.push({ node, error: (err as Error).message, first: count === 1 });
-        }
-      }));
-      let confirmed = 0;
-      if (done.length > 0) {
-        const updated = await store.db
-          .updateTable('nodes')
-          .set({ conductor_affinity: me, reservation: null, updated_at: store.sqlNow() })
-          .where(
-            'id',
-            'in',
-            done.map((n) => n.id),
-          )
-          .where('reservation', '=', hostname)
-          .returning(['id', 'uuid', stampColumn])
-          .execute();
-        // Remember each node as of this write: the next pass skips it unless someone changes it.
-        for (const row of updated) this.current.set(row.uuid, fingerprint(row.stamp, ports.get(row.id) ?? []));
-        confirmed = updated.length;
-        if (confirmed < done.length) {
-          // Our lock was taken away meanwhile (judged dead?): those nodes are not ours yet; try again.
-          report.pending += done.length - confirmed;
-          this.log.warn({ nodes: done.length - confirmed }, 'lost the lock of nodes being taken over; retrying them');
-        }
-        // The previous holders clean up as soon as they hear of it.
-        announceNodeChange(store, this.options.group);
-      }
-      if (failed.length > 0) {
-        await store.db
-          .updateTable('nodes')
-          .set({ reservation: null })
-          .where(
-            'id',
-            'in',
-            failed.map((f) => f.node.id),
-          )
-          .where('reservation', '=', hostname)
-          .execute();
-      }
-      const history = [
-        ...done
-          .filter((n) => previous.get(n.id) !== me)
-          .map((n) => {
-            const was = previous.get(n.id);
-            const from = was === null || was === undefined ? 'no conductor' : `conductor ${hostById.get(was) ?? `#${was}`}`;
-            return { node_id: n.id, severity: 'INFO', event: `boot state taken over by conductor ${hostname} from ${from}` };
-          }),
-        // One history row per failure cause, not one per retry.
-        ...failed.filter((f) => f.first).map((f) => ({ node_id: f.node.id, severity: 'ERROR', event: `take-over by conductor ${hostname} failed: ${f.error}` })),
-      ];
-      if (history.length > 0) {
-        await store.db
-          .insertInto('node_history')
-          .values(history.map((h) => ({ uuid: randomUUID(), conductor: hostname, event_type: 'conductor', created_at: store.sqlNow(), ...h })))
-          .execute();
-      }
-      report.takenOver += confirmed;
-      metrics.takeovers.inc(confirmed);
-      report.failed += failed.length;
-      report.backingOff += failed.length;
-      if (failed.length > 0) {
-        metrics.failures.inc(failed.length);
-        (failed.some((f) => f.first) ? this.log.warn.bind(this.log) : this.log.debug.bind(this.log))({ nodes: failed.slice(0, 5).map((f) => ({ node: f.node.uuid, err: f.error })), failed: failed.length }, 'take-over failed; retrying');
-      }
-    }
   }
 }

@@ -152,6 +152,23 @@ describe('image cache: clean-up', () => {
     expect(await readdir(s.masterPath)).toEqual([fresh.slice(s.masterPath.length + 1)]);
   });
 
+  it('remembers a recent use it found on disk: touches within the interval look at nothing', async () => {
+    const HOUR = 3_600_000;
+    let clock = Date.now();
+    const cache = new ImageCache({ dir: s.masterPath, durable: false, now: () => clock, touchIntervalMs: HOUR });
+    const images = await s.images();
+    const path = await cache.ensure(images.deployKernel);
+    await cache.touch(path); // just downloaded: used now, nothing to write
+    const old = (clock - 2 * HOUR) / 1000;
+    await utimes(path, old, old);
+    clock += 60_000;
+    await cache.touch(path); // within an hour of the use it saw: not looked at, not written
+    expect(Math.round((await stat(path)).atimeMs / 1000)).toBe(Math.round(old));
+    clock += HOUR;
+    await cache.touch(path); // the interval has passed: looked at again, and the use recorded
+    expect(Math.abs((await stat(path)).atimeMs - clock)).toBeLessThan(2000);
+  });
+
   it('after a node is cleaned up its images count as used just now', async () => {
     const env = s.env({ imageCache: { now: () => Date.now() } });
     const images = await s.images();
