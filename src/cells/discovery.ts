@@ -203,7 +203,11 @@ const MARK_PARALLELISM = 2;
 
 async function markMapped(store: Store, table: 'compute_nodes' | 'services', hosts: readonly string[]): Promise<void> {
   const binary = table === 'services' ? sql` and "binary" = ${COMPUTE_BINARY}` : sql``;
-  await sql`update ${sql.table(table)} set mapped = ${true} where mapped = ${false}${binary} and host in ${hostSet(store, hosts)}`.execute(store.db);
+  // On PostgreSQL `= any(array)` lets the planner choose: for a few hosts the host index; for
+  // thousands a sequential scan probing a hash of the array, in the table's order — half the CPU
+  // of `in (select unnest(…))`, which it plans as one host-index lookup per host.
+  const inHosts = store.engine === 'postgres' ? sql`host = any(cast(${hosts} as text[]))` : sql`host in ${hostSet(store, hosts)}`;
+  await sql`update ${sql.table(table)} set mapped = ${true} where mapped = ${false}${binary} and ${inHosts}`.execute(store.db);
 }
 
 /**
