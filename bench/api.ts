@@ -9,6 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -61,7 +62,31 @@ async function seed(url: string, n: number): Promise<string[]> {
   return uuids;
 }
 
-async function startApi(url: string): Promise<{ base: string; stop: () => Promise<void> }> {
+/**
+ * CPU time (µs, user + system) used so far by the processes whose command line matches, from
+ * /proc (Linux; 0 elsewhere): shows where each request's work went on a shared machine.
+ */
+function cpuMicros(match: (cmdline: string, pid: number) => boolean): number {
+  let ticks = 0;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    try {
+      if (!match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), Number(pid))) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return ticks * 10_000; // USER_HZ = 100 on Linux
+}
+
+async function startApi(url: string): Promise<{ base: string; pid: number; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), BIN, 'api', '--database', url, '--api-address', '127.0.0.1:0', '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const base = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -74,6 +99,7 @@ async function startApi(url: string): Promise<{ base: string; stop: () => Promis
   });
   return {
     base,
+    pid: child.pid!,
     stop: () =>
       new Promise((resolve) => {
         child.removeAllListeners('exit');
@@ -124,7 +150,18 @@ async function latency(url: string, runs: number): Promise<number> {
   return median(times);
 }
 
-async function throughput(run: () => Promise<void>, concurrency: number): Promise<{ rps: number; p50: number; p99: number }> {
+interface Throughput {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU µs per request: the API process, PostgreSQL's backends, this load generator. */
+  cpu: { api: number; postgres: number; client: number };
+}
+
+async function throughput(run: () => Promise<void>, concurrency: number, apiPid: number): Promise<Throughput> {
+  const isApi = (_cmd: string, pid: number) => pid === apiPid;
+  const isPostgres = (cmd: string) => cmd.startsWith('postgres');
+  const before = { api: cpuMicros(isApi), postgres: cpuMicros(isPostgres), client: process.cpuUsage() };
   const lat: number[] = [];
   const end = performance.now() + seconds * 1000;
   const started = performance.now();
@@ -138,7 +175,14 @@ async function throughput(run: () => Promise<void>, concurrency: number): Promis
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  return { rps: Math.round(lat.length / elapsed), p50: Number(pct(lat, 0.5).toFixed(2)), p99: Number(pct(lat, 0.99).toFixed(2)) };
+  const client = process.cpuUsage(before.client);
+  const per = (us: number) => Math.round(us / lat.length);
+  return {
+    rps: Math.round(lat.length / elapsed),
+    p50: Number(pct(lat, 0.5).toFixed(2)),
+    p99: Number(pct(lat, 0.99).toFixed(2)),
+    cpu: { api: per(cpuMicros(isApi) - before.api), postgres: per(cpuMicros(isPostgres) - before.postgres), client: per(client.user + client.system) },
+  };
 }
 
 const results: Record<string, Record<string, number>> = {};
@@ -155,12 +199,12 @@ for (const engine of engines) {
         const get = await throughput(async () => {
           const res = await call(`${api.base}/v1/nodes/${uuids[k++ % uuids.length]}`);
           if (res.status !== 200) throw new Error(`GET ${res.status}`);
-        }, 8);
+        }, 8, api.pid);
         let c = 0;
         const create = await throughput(async () => {
           const res = await call(`${api.base}/v1/nodes`, 'POST', JSON.stringify({ driver: 'fake-hardware', name: `new-${process.pid}-${c++}`, properties: { cpus: 8 } }));
           if (res.status !== 201) throw new Error(`POST ${res.status}: ${res.body.toString()}`);
-        }, 8);
+        }, 8, api.pid);
         const key = `${engine}_${size}`;
         results[key] = {
           list_1000_ms: Number(list.toFixed(2)),
@@ -169,8 +213,13 @@ for (const engine of engines) {
           get_p50_ms: get.p50,
           get_p99_ms: get.p99,
           create_rps: create.rps,
+          get_cpu_us_api: get.cpu.api,
+          get_cpu_us_postgres: get.cpu.postgres,
+          get_cpu_us_client: get.cpu.client,
+          create_cpu_us_api: create.cpu.api,
+          create_cpu_us_postgres: create.cpu.postgres,
         };
-        say(`${key.padEnd(16)} list ${list.toFixed(1)} ms, detail ${detail.toFixed(1)} ms, get ${get.rps} req/s (p50 ${get.p50} ms, p99 ${get.p99} ms), create ${create.rps} req/s`);
+        say(`${key.padEnd(16)} list ${list.toFixed(1)} ms, detail ${detail.toFixed(1)} ms, get ${get.rps} req/s (p50 ${get.p50} ms, p99 ${get.p99} ms), create ${create.rps} req/s; CPU µs per GET: api ${get.cpu.api}, postgres ${get.cpu.postgres}, client ${get.cpu.client}`);
       } finally {
         await api.stop();
       }

@@ -16,6 +16,8 @@ import type { ProvisionState } from '../../nodes/states.js';
 import type { ConductorRouter } from '../conductor-router.js';
 import { apiTime, baseUrl } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
+import { conductorRingOptions } from '../../cluster/ring-options.js';
+import { LiveOwners } from '../live-owners.js';
 import { nodeView } from './nodes.js';
 
 type Node = { Params: { ident: string } };
@@ -28,7 +30,9 @@ function objectBody(request: FastifyRequest): Record<string, unknown> {
 
 export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter }): void {
   const { store, router } = options;
-  const view = nodeView(store, options.config);
+  // After a change the answer reads the conductors afresh (a change is rare; a GET is not).
+  const { conductor } = options.config;
+  const view = nodeView(new LiveOwners(store, { heartbeatTimeout: conductor.heartbeat_timeout, ring: conductorRingOptions(conductor), replicas: conductor.replicas }, 0), options.config);
   // Absolute, like the Location of a created node (and Ironic's): where to watch the change happen.
   const statesUrl = (request: FastifyRequest, uuid: string) => `${baseUrl(request, options.config.api.public_endpoint)}/v1/nodes/${uuid}/states`;
 

@@ -3,7 +3,6 @@
  * name, create. Changes to existing nodes go to the node's conductor (see `node-actions.ts`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ownerLookup } from '../../cluster/placement.js';
 import { conductorRingOptions } from '../../cluster/ring-options.js';
 import { InvalidParameter } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
@@ -13,6 +12,7 @@ import { NODE_SORT_KEYS, UUID_PATTERN, createNode, getNode, listNodes } from '..
 import type { NewNode, NodeFilters, NodeRow } from '../../nodes/node-store.js';
 import { initialProvisionState } from '../../nodes/state-machine.js';
 import { baseUrl } from '../links.js';
+import { LiveOwners } from '../live-owners.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
 import { NODE_LIST_FIELDS, columnsFor, fieldsAt, renderNode } from '../views/node.js';
 import type { NodeViewContext } from '../views/node.js';
@@ -27,10 +27,28 @@ export interface NodeRouteOptions {
 
 type ListQuery = Record<string, string | undefined>;
 
+/** The owners the API shows, shared by the routes of one API (see `live-owners.ts`). */
+const liveOwnersOf = new WeakMap<Store, LiveOwners>();
+
+/** One `LiveOwners` per store, closed with the API. */
+export function liveOwners(app: FastifyInstance, store: Store, config: Config): LiveOwners {
+  let owners = liveOwnersOf.get(store);
+  if (owners === undefined) {
+    const created = new LiveOwners(store, { heartbeatTimeout: config.conductor.heartbeat_timeout, ring: conductorRingOptions(config.conductor), replicas: config.conductor.replicas });
+    liveOwnersOf.set(store, created);
+    app.addHook('onClose', async () => {
+      liveOwnersOf.delete(store);
+      await created.close();
+    });
+    owners = created;
+  }
+  return owners;
+}
+
 /** Builds the view context of a request: base URL, microversion and the live owner of each node. */
-function viewContextFor(store: Store, config: Config) {
+function viewContextFor(owners: LiveOwners, config: Config) {
   return async (request: FastifyRequest): Promise<NodeViewContext> => {
-    const lookup = await ownerLookup(store, { heartbeatTimeout: config.conductor.heartbeat_timeout, ring: conductorRingOptions(config.conductor), replicas: config.conductor.replicas });
+    const lookup = await owners.get();
     return {
       base: baseUrl(request, config.api.public_endpoint),
       version: request.apiVersion,
@@ -42,14 +60,14 @@ function viewContextFor(store: Store, config: Config) {
 }
 
 /** Renders one node in full for a request (used after changes too). */
-export function nodeView(store: Store, config: Config) {
-  const viewContext = viewContextFor(store, config);
+export function nodeView(owners: LiveOwners, config: Config) {
+  const viewContext = viewContextFor(owners, config);
   return async (request: FastifyRequest, node: NodeRow) => renderNode(node, await viewContext(request));
 }
 
 export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): void {
   const { store, config } = options;
-  const viewContext = viewContextFor(store, config);
+  const viewContext = viewContextFor(liveOwners(app, store, config), config);
 
   async function list(request: FastifyRequest<{ Querystring: ListQuery }>, forceDetail: boolean) {
     const q = request.query;
