@@ -24,27 +24,34 @@ const toBoolean: Converter = (v) => (typeof v === 'number' ? v !== 0 : v);
 const toDate: Converter = (v) => (typeof v === 'string' ? new Date(v) : v);
 const toJson: Converter = (v) => (typeof v === 'string' ? JSON.parse(v) : v);
 
-/** The converters a statement's result columns need, found once per prepared statement. */
-function convertersFor(columns: readonly string[]): Array<[string, Converter]> {
-  const out: Array<[string, Converter]> = [];
-  for (const name of columns) {
-    if (BOOLEAN_COLUMNS.has(name)) out.push([name, toBoolean]);
-    else if (TIMESTAMP_COLUMNS.has(name)) out.push([name, toDate]);
-    else if (JSON_COLUMNS.has(name)) out.push([name, toJson]);
-  }
-  return out;
+/** How a result column is converted: the index into `CONVERTERS`, or -1 for as stored. */
+function converterIndex(name: string): number {
+  if (BOOLEAN_COLUMNS.has(name)) return 0;
+  if (TIMESTAMP_COLUMNS.has(name)) return 1;
+  if (JSON_COLUMNS.has(name)) return 2;
+  return -1;
 }
 
-function converterFor(converters: ReadonlyArray<[string, Converter]>): (row: unknown) => unknown {
-  if (converters.length === 0) return (row) => row;
-  return (row) => {
-    const record = row as Record<string, unknown>;
-    for (const [name, convert] of converters) {
-      const value = record[name];
-      if (value !== null && value !== undefined) record[name] = convert(value);
-    }
-    return record;
-  };
+const CONVERTERS: readonly Converter[] = [toBoolean, toDate, toJson];
+
+/**
+ * Builds a statement's rows from better-sqlite3's raw arrays with one generated object literal per
+ * statement (converting the columns that need it): every row then has the same, fast shape. Rows
+ * better-sqlite3 builds as objects itself get their ~50 properties one by one, which for a
+ * 1,000-node listing cost more than the query and slowed every later read and the JSON output.
+ * Column names only ever appear as JSON-quoted string literals in the generated code; a name that
+ * occurs twice (a join) keeps the last value, as better-sqlite3's own objects do.
+ */
+function rowBuilder(columns: readonly string[]): (values: unknown[]) => unknown {
+  const last = new Map<string, number>();
+  columns.forEach((name, i) => last.set(name, i));
+  const parts: string[] = [];
+  for (const [name, i] of last) {
+    const conv = converterIndex(name);
+    const read = conv < 0 ? `v[${i}]` : `(v[${i}] === null || v[${i}] === undefined ? v[${i}] : c[${conv}](v[${i}]))`;
+    parts.push(`${JSON.stringify(name)}: ${read}`);
+  }
+  return new Function('c', `return function row(v) { return { ${parts.join(', ')} }; };`)(CONVERTERS) as (values: unknown[]) => unknown;
 }
 
 function* mapIterator(it: IterableIterator<unknown>, convert: (row: unknown) => unknown): IterableIterator<unknown> {
@@ -66,17 +73,29 @@ export function wrapSqlite(handle: BetterSqlite3.Database): SqliteDatabase {
       const cached = cache.get(sql);
       if (cached) return cached;
       const stmt = handle.prepare(sql);
-      const convert = stmt.reader ? converterFor(convertersFor(stmt.columns().map((c) => c.name))) : (row: unknown) => row;
-      const wrapped: SqliteStatement = {
-        reader: stmt.reader,
-        all: (params) => {
-          const rows = stmt.all(...params.map(toSqlite));
-          for (let i = 0; i < rows.length; i++) rows[i] = convert(rows[i]);
-          return rows;
-        },
-        run: (params) => stmt.run(...params.map(toSqlite)),
-        iterate: (params) => mapIterator(stmt.iterate(...params.map(toSqlite)), convert),
-      };
+      let wrapped: SqliteStatement;
+      if (stmt.reader) {
+        const build = rowBuilder(stmt.columns().map((c) => c.name));
+        stmt.raw(true);
+        wrapped = {
+          reader: true,
+          all: (params) => {
+            const rows = stmt.all(...params.map(toSqlite)) as unknown[][];
+            const out = new Array<unknown>(rows.length);
+            for (let i = 0; i < rows.length; i++) out[i] = build(rows[i]!);
+            return out;
+          },
+          run: (params) => stmt.run(...params.map(toSqlite)),
+          iterate: (params) => mapIterator(stmt.iterate(...params.map(toSqlite)) as IterableIterator<unknown>, (row) => build(row as unknown[])),
+        };
+      } else {
+        wrapped = {
+          reader: false,
+          all: (params) => stmt.all(...params.map(toSqlite)),
+          run: (params) => stmt.run(...params.map(toSqlite)),
+          iterate: (params) => stmt.iterate(...params.map(toSqlite)) as IterableIterator<unknown>,
+        };
+      }
       if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
       cache.set(sql, wrapped);
       return wrapped;

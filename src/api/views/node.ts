@@ -66,10 +66,8 @@ export interface NodeViewContext {
   conductorName?: (id: number | null) => string | null;
 }
 
-type Getter = (node: NodeRow, ctx: NodeViewContext) => unknown;
-const column =
-  (name: keyof NodeRow): Getter =>
-  (node) => node[name];
+type Getter = ((node: NodeRow, ctx: NodeViewContext) => unknown) & { column?: keyof NodeRow };
+const column = (name: keyof NodeRow): Getter => Object.assign((node: NodeRow) => node[name], { column: name });
 /** A field ironring does not model yet, with the value Ironic shows for it; a fresh value each time. */
 const constant =
   (make: () => unknown): Getter =>
@@ -133,10 +131,38 @@ export function columnsFor(fields: readonly string[]): Array<keyof NodeRow> {
   return [...columns];
 }
 
+type Renderer = (node: NodeRow, ctx: NodeViewContext) => Record<string, unknown>;
+const renderers = new Map<string, Renderer>();
+const renderersByArray = new WeakMap<readonly string[], Renderer>();
+
+/**
+ * One function per field list that builds the node's object in a single literal: plain columns are
+ * read as named properties, the rest through their getters. A detail list renders 1,000 nodes of
+ * ~45 fields; looping over the field names with keyed reads and writes cost several times more.
+ * The names come from `NODE_FIELDS` only (requests' `fields` are checked against it first).
+ */
+function rendererFor(fields: readonly string[]): Renderer {
+  // The same array (a version's fields) comes back for every node: no key to build then.
+  const known = renderersByArray.get(fields);
+  if (known !== undefined) return known;
+  const key = fields.join(',');
+  let render = renderers.get(key);
+  if (render === undefined) {
+    const getters = fields.map((f) => FIELD_GETTERS[f]!.get);
+    const parts = fields.map((f, i) => {
+      const col = getters[i]!.column;
+      return `${JSON.stringify(f)}: ${col !== undefined ? `n[${JSON.stringify(col)}]` : `g[${i}](n, ctx)`}`;
+    });
+    render = new Function('g', `return function render(n, ctx) { return { ${parts.join(', ')} }; };`)(getters) as Renderer;
+    renderers.set(key, render);
+  }
+  renderersByArray.set(fields, render);
+  return render;
+}
+
 /** Renders a node with the given fields (all fields of the version when omitted). */
 export function renderNode(node: NodeRow, ctx: NodeViewContext, fields?: readonly string[], withResourceLinks = true): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const f of fields ?? fieldsAt(ctx.version)) out[f] = FIELD_GETTERS[f]!.get(node, ctx);
+  const out = rendererFor(fields ?? fieldsAt(ctx.version))(node, ctx);
   out.links = resourceLinks(ctx.base, 'nodes', node.uuid);
   if (withResourceLinks && fields === undefined) {
     out.ports = resourceLinks(ctx.base, `nodes/${node.uuid}`, 'ports');
