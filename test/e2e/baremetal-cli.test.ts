@@ -7,7 +7,7 @@
  * elsewhere, as the PostgreSQL tests are.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,6 +54,9 @@ describe.skipIf(!available)('the stock baremetal CLI against ironring up', () =>
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'ironring-baremetal-'));
+    // python-ironicclient creates its cache directory without tolerating one that appears meanwhile:
+    // two clients started at once in a fresh HOME (the tests run some in parallel) race for it.
+    mkdirSync(path.join(dir, '.cache', 'python-ironicclient'), { recursive: true });
     up = startCli(
       ['up', '--data-dir', path.join(dir, 'data'), '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio'],
       { cwd: dir },
