@@ -181,6 +181,11 @@ export class ComputeService {
       return;
     }
     const [computeNodes, instances] = await Promise.all([readComputeNodes(this.store), readPlacedInstances(this.store)]);
+    // Membership read *after* the compute nodes: a service seen holding a node registered before it
+    // took it, so it is in this list unless it really is down. With the list of the last poll, a
+    // service that joined a moment ago looked dead here and had its nodes taken straight back.
+    await this.checkMembership();
+    if (this.stopped) return;
     const plan = planFor(this.host, {
       liveHosts: this.liveHosts,
       nodes: nodes.map((n) => ({ uuid: n.uuid, resourceClass: n.resource_class ?? null })),
