@@ -41,21 +41,19 @@ function readSyncOrNull(path: string): string | null {
   }
 }
 
-function writeAtomicSync(path: string, content: string, durable: boolean): void {
-  const tmp = tempPath(path);
-  const fd = openSync(tmp, 'wx', 0o644);
+/** Creates `path` (which must not exist) with `content`, flushed to disk when `durable`. */
+function createFileSync(path: string, content: string, durable: boolean): void {
+  const fd = openSync(path, 'wx', 0o644);
   try {
     writeSync(fd, content);
     if (durable) fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    unlinkSync(tmp);
-    throw err;
-  }
+}
+
+function writeAtomicSync(path: string, content: string, durable: boolean): void {
+  replaceWith(path, (tmp) => createFileSync(tmp, content, durable));
 }
 
 function replaceWith(path: string, make: (tmp: string) => void): void {
@@ -141,16 +139,7 @@ export function applySync(spec: NodeSpec, ctx: FastApplyContext): { written: str
       } else if (code !== 'EEXIST') throw err;
     }
   }
-  const put = (path: string, content: string) => {
-    if (!fresh) return writeAtomicSync(path, content, durable);
-    const fd = openSync(path, 'wx', 0o644);
-    try {
-      writeSync(fd, content);
-      if (durable) fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  };
+  const put = (path: string, content: string) => (fresh ? createFileSync(path, content, durable) : writeAtomicSync(path, content, durable));
   for (const role of IMAGE_ROLES) {
     if (spec.images[role] !== undefined) continue;
     const dest = layout.images[role];
