@@ -16,9 +16,7 @@ import type { ProvisionState } from '../../nodes/states.js';
 import type { ConductorRouter } from '../conductor-router.js';
 import { apiTime, baseUrl } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
-import { conductorRingOptions } from '../../cluster/ring-options.js';
-import { LiveOwners } from '../live-owners.js';
-import { nodeView } from './nodes.js';
+import { liveOwnersFor, nodeView } from './nodes.js';
 
 type Node = { Params: { ident: string } };
 
@@ -31,8 +29,7 @@ function objectBody(request: FastifyRequest): Record<string, unknown> {
 export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter }): void {
   const { store, router } = options;
   // After a change the answer reads the conductors afresh (a change is rare; a GET is not).
-  const { conductor } = options.config;
-  const view = nodeView(new LiveOwners(store, { heartbeatTimeout: conductor.heartbeat_timeout, ring: conductorRingOptions(conductor), replicas: conductor.replicas }, 0), options.config);
+  const view = nodeView(liveOwnersFor(store, options.config, 0), options.config);
   // Absolute, like the Location of a created node (and Ironic's): where to watch the change happen.
   const statesUrl = (request: FastifyRequest, uuid: string) => `${baseUrl(request, options.config.api.public_endpoint)}/v1/nodes/${uuid}/states`;
 

@@ -27,22 +27,10 @@ export interface NodeRouteOptions {
 
 type ListQuery = Record<string, string | undefined>;
 
-/** The owners the API shows, shared by the routes of one API (see `live-owners.ts`). */
-const liveOwnersOf = new WeakMap<Store, LiveOwners>();
-
-/** One `LiveOwners` per store, closed with the API. */
-export function liveOwners(app: FastifyInstance, store: Store, config: Config): LiveOwners {
-  let owners = liveOwnersOf.get(store);
-  if (owners === undefined) {
-    const created = new LiveOwners(store, { heartbeatTimeout: config.conductor.heartbeat_timeout, ring: conductorRingOptions(config.conductor), replicas: config.conductor.replicas });
-    liveOwnersOf.set(store, created);
-    app.addHook('onClose', async () => {
-      liveOwnersOf.delete(store);
-      await created.close();
-    });
-    owners = created;
-  }
-  return owners;
+/** The owners an API shows, from the `[conductor]` settings (see `live-owners.ts`); `maxAgeMs` 0 reads afresh. */
+export function liveOwnersFor(store: Store, config: Config, maxAgeMs?: number): LiveOwners {
+  const { conductor } = config;
+  return new LiveOwners(store, { heartbeatTimeout: conductor.heartbeat_timeout, ring: conductorRingOptions(conductor), replicas: conductor.replicas }, maxAgeMs);
 }
 
 /** Builds the view context of a request: base URL, microversion and the live owner of each node. */
@@ -67,7 +55,11 @@ export function nodeView(owners: LiveOwners, config: Config) {
 
 export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): void {
   const { store, config } = options;
-  const viewContext = viewContextFor(liveOwners(app, store, config), config);
+  const owners = liveOwnersFor(store, config);
+  app.addHook('onClose', async () => {
+    await owners.close();
+  });
+  const viewContext = viewContextFor(owners, config);
 
   async function list(request: FastifyRequest<{ Querystring: ListQuery }>, forceDetail: boolean) {
     const q = request.query;
