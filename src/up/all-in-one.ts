@@ -29,7 +29,8 @@ import { CellNotFound } from '../cells/errors.js';
 import { databaseKey } from '../cells/cell-stores.js';
 import { BaremetalClient } from '../compute/baremetal-client.js';
 import { ComputeService } from '../compute/compute-service.js';
-import { SchedulerService } from '../scheduler/scheduler-service.js';
+import { schedulerFromConfig } from '../scheduler/process.js';
+import type { SchedulerService } from '../scheduler/scheduler-service.js';
 
 export interface RunningServices {
   dataDir: string;
@@ -117,16 +118,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
       updateResourcesInterval: config.compute.update_resources_interval,
     });
     await compute.start();
-    scheduler = new SchedulerService({
-      host: config.DEFAULT.host,
-      api: apiStore,
-      cells,
-      logger,
-      reportInterval: config.compute.report_interval,
-      serviceDownTime: config.compute.service_down_time,
-      discoverHostsInterval: config.scheduler.discover_hosts_interval,
-      discoverHostsByService: config.scheduler.discover_hosts_by_service,
-    });
+    scheduler = schedulerFromConfig(config, logger, apiStore, cells);
     await scheduler.start();
     const s = config.scheduler;
     return {
