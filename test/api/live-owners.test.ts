@@ -1,11 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LiveOwners } from '../../src/api/live-owners.js';
 import { MEMBERSHIP_CHANNEL, registerConductor } from '../../src/cluster/membership.js';
-import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
-import { migrateDatabase } from '../../src/db/migrate.js';
-import { createTestDatabase, testEngines } from '../helpers/databases.js';
-import type { TestDatabase } from '../helpers/databases.js';
+import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
 const NODE = { uuid: '5d3f0b7e-3a55-4c0e-9e1b-0c7c2c1f9a10', conductor_group: '' };
@@ -14,21 +11,15 @@ const NODE = { uuid: '5d3f0b7e-3a55-4c0e-9e1b-0c7c2c1f9a10', conductor_group: ''
 const sneakIn = (store: Store, hostname: string) => store.db.insertInto('conductors').values({ hostname, online: true, updated_at: store.sqlNow() }).execute();
 
 describe.each(engines)('LiveOwners on %s', (engine) => {
-  let target: TestDatabase;
+  const db = useMigratedDatabase(engine);
   let store: Store;
   let owners: LiveOwners;
 
-  beforeEach(async () => {
-    target = await createTestDatabase(engine);
-    store = await openDatabase(target.url);
-    await migrateDatabase(store);
+  beforeEach(() => {
+    store = db.store;
     owners = new LiveOwners(store, { heartbeatTimeout: 60, ring: { mode: 'balanced' } }, 60_000);
   });
-  afterEach(async () => {
-    await owners.close();
-    await store.close();
-    await target.drop();
-  });
+  afterEach(() => owners.close());
 
   it('sees a conductor that registers (and announces itself) at once', async () => {
     expect((await owners.get()).owner(NODE)).toBeNull();
