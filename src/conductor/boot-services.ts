@@ -62,7 +62,12 @@ export async function startBootServices(config: Config, logger: Logger, optional
   try {
     let tftpAddress: string | null = null;
     if (pxe.tftp_server_enabled) {
-      tftp = await optional(optionalServers.tftp, () => startTftpServer({ root: pxe.tftp_root, address: pxe.tftp_address, logger: logger.child({ component: 'tftp' }) }), logger);
+      tftp = await optional(optionalServers.tftp, () => startTftpServer({
+          root: pxe.tftp_root,
+          address: pxe.tftp_address,
+          busyPollUs: pxe.tftp_busy_poll_us,
+          logger: logger.child({ component: 'tftp' }),
+        }), logger);
       if (tftp) {
         const bound = tftp.address();
         tftpAddress = `${pxe.tftp_server || reachableHost(bound.host)}:${bound.port}`;

@@ -254,6 +254,12 @@ export const OPTIONS = {
       default: '0.0.0.0:69',
       description: 'Address (host:port) the embedded TFTP server listens on.',
     },
+    tftp_busy_poll_us: {
+      type: { kind: 'integer', min: 0, max: 10000 },
+      default: 100,
+      description:
+        'Microseconds a TFTP transfer running alone spins for each ACK before sleeping (lock-step throughput on fast links); a transfer whose ACKs come later backs off. 0 turns it off.',
+    },
     tftp_server: {
       type: { kind: 'string', pattern: /^[A-Za-z0-9.:[\]-]*$/, describe: 'a host or IP address' },
       default: '',

@@ -33,6 +33,11 @@ export interface TftpServerOptions {
   maxBlksize?: number;
   /** Largest windowsize granted; larger requests are answered with this. Default 64. */
   maxWindowsize?: number;
+  /**
+   * Microseconds a transfer spins waiting for each ACK before sleeping in the event loop, while it
+   * is the only transfer running (see busy-poll.ts); 0 turns busy polling off. Default 100.
+   */
+  busyPollUs?: number;
 }
 
 /** Counters since start. `started` = `completed` + `failed` + `active`. */
@@ -47,6 +52,8 @@ export interface TftpStats {
   active: number;
   /** Requests answered with an error and no transfer: not found, access violation, WRQ, bad options, malformed. */
   refused: number;
+  /** Datagrams (nearly all ACKs) a transfer read by busy polling rather than through the event loop. */
+  busyPolled: number;
 }
 
 /** A running TFTP server. */
@@ -59,7 +66,7 @@ export interface TftpServer {
   close(): Promise<void>;
 }
 
-const DEFAULTS = { timeoutMs: 1000, retries: 5, maxBlksize: 65464, maxWindowsize: 64 } as const;
+const DEFAULTS = { timeoutMs: 1000, retries: 5, maxBlksize: 65464, maxWindowsize: 64, busyPollUs: 100 } as const;
 
 function socketType(host: string): 'udp4' | 'udp6' {
   return isIP(host) === 6 ? 'udp6' : 'udp4';
@@ -91,9 +98,11 @@ function connectSocket(socket: Socket, peer: RemoteInfo): Promise<void> {
 class Server implements TftpServer {
   private readonly sessions = new Map<string, TftpSession | null>();
   private readonly sockets = new Set<Socket>();
-  private readonly counters = { started: 0, completed: 0, failed: 0, refused: 0 };
+  private readonly counters = { started: 0, completed: 0, failed: 0, refused: 0, busyPolled: 0 };
   private closing: Promise<void> | null = null;
   private readonly limits;
+  /** Spinning keeps the thread busy, so only a transfer running alone may do it. */
+  private readonly busyPoll;
 
   constructor(
     private readonly listener: Socket,
@@ -105,6 +114,13 @@ class Server implements TftpServer {
       maxBlksize: options.maxBlksize ?? DEFAULTS.maxBlksize,
       maxWindowsize: options.maxWindowsize ?? DEFAULTS.maxWindowsize,
       defaultTimeoutMs: options.timeoutMs ?? DEFAULTS.timeoutMs,
+    };
+    this.busyPoll = {
+      budgetUs: options.busyPollUs ?? DEFAULTS.busyPollUs,
+      allowed: (): boolean => !this.closing && this.sessions.size === 1,
+      polled: (): void => {
+        this.counters.busyPolled += 1;
+      },
     };
     listener.on('message', (msg: Buffer, peer: RemoteInfo) => this.onRequest(msg, peer));
     listener.on('error', (err: Error) => this.log?.warn({ err }, 'TFTP listener error'));
@@ -218,6 +234,7 @@ class Server implements TftpServer {
       source: netascii ? new NetasciiSource(octets) : octets,
       params,
       retries: this.options.retries ?? DEFAULTS.retries,
+      busyPoll: this.busyPoll,
       onEnd: (outcome) => this.onEnd(key, outcome, log),
     });
     this.sessions.set(key, session);

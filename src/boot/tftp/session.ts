@@ -15,6 +15,7 @@ import type { TransferParameters } from './options.js';
 import { DATA_HEADER, ERROR_CODES, OPCODES, encodeError, encodeOack, parsePacket, writeDataHeader } from './packets.js';
 import type { TftpErrorCode } from './packets.js';
 import type { ByteSource } from './source.js';
+import { READ_FAILED, socketFd, spinRead } from './busy-poll.js';
 
 /** How a transfer ended. */
 export type SessionOutcome = { ok: true; bytes: number; blocks: number } | { ok: false; reason: string };
@@ -26,8 +27,25 @@ export interface SessionOptions {
   params: TransferParameters;
   /** Retransmissions of the same packet before giving up. */
   retries: number;
+  /** Busy polling for ACKs (see busy-poll.ts); absent or a zero budget turns it off. */
+  busyPoll?: BusyPollOptions;
   onEnd(outcome: SessionOutcome): void;
 }
+
+/** How long a session spins for each ACK, and whether it may spin right now. */
+export interface BusyPollOptions {
+  /** Microseconds to spin per wait before leaving the socket to the event loop. */
+  budgetUs: number;
+  /** Asked before each spell of spinning (the server allows it while few transfers run). */
+  allowed(): boolean;
+  /** Told of each datagram read by spinning. */
+  polled(): void;
+}
+
+/** The event loop gets a turn at least this often while a session keeps answering ACKs itself. */
+const BUSY_SLICE_MS = 2;
+/** Most waits left to the event loop after a run of late ACKs, before spinning is tried again. */
+const BUSY_BACKOFF_MAX = 1024;
 
 export class TftpSession {
   private readonly socket: Socket;
@@ -64,6 +82,15 @@ export class TftpSession {
   private lastProgress = performance.now();
   private waitingForSource = false;
   private ended = false;
+  /** The socket's descriptor while busy polling is on for this transfer, else null. */
+  private busyFd: number | null;
+  private readonly busyPoll: BusyPollOptions | undefined;
+  /** Where busy-polled datagrams land: an ACK is 4 bytes, anything longer is an error or noise. */
+  private readonly inbox = Buffer.allocUnsafe(1024);
+  /** Waits in a row whose ACK came later than the budget. */
+  private busyMisses = 0;
+  /** Waits still to be left to the event loop before spinning again (doubles with each miss). */
+  private busySkip = 0;
 
   constructor(options: SessionOptions) {
     this.socket = options.socket;
@@ -78,7 +105,12 @@ export class TftpSession {
     this.timeoutMs = options.params.timeoutMs;
     this.oack = options.params.oack.size > 0 ? encodeOack(options.params.oack) : null;
     this.awaitingOack = this.oack !== null;
-    this.socket.on('message', (msg: Buffer) => this.onMessage(msg));
+    this.busyPoll = options.busyPoll;
+    this.busyFd = this.busyPoll && this.busyPoll.budgetUs > 0 ? socketFd(this.socket) : null;
+    this.socket.on('message', (msg: Buffer) => {
+      this.onMessage(msg);
+      this.pump();
+    });
     this.socket.on('error', (err: Error) => this.fail(`socket error: ${err.message}`));
     this.timer = setTimeout(() => this.onTimer(), this.timeoutMs);
   }
@@ -87,6 +119,7 @@ export class TftpSession {
   start(): void {
     if (this.oack) this.socket.send(this.oack);
     else this.drain();
+    this.pump();
   }
 
   /** Ends the transfer from our side (server closing), telling the peer why. */
@@ -107,6 +140,38 @@ export class TftpSession {
     if (packet.kind === 'ERROR') this.fail(`peer sent error ${packet.code}: ${packet.message}`);
     // Anything else on a transfer socket (a repeated request, DATA, garbage) is dropped: the
     // transfer goes on and the peer's retransmissions or ours sort out the rest.
+  }
+
+  /**
+   * Answers ACKs straight from the socket while they come within the busy-poll budget, giving the
+   * event loop a turn every few milliseconds; returns to it when one is late, the source must be
+   * awaited, or the server disallows spinning (many transfers at once).
+   */
+  private pump(): void {
+    const fd = this.busyFd;
+    if (fd === null || this.waitingForSource || this.ended || !this.busyPoll!.allowed()) return;
+    if (this.busySkip > 0) {
+      this.busySkip -= 1;
+      return;
+    }
+    const sliceEnd = performance.now() + BUSY_SLICE_MS;
+    while (!this.ended && !this.waitingForSource) {
+      const n = spinRead(fd, this.inbox, this.busyPoll!.budgetUs);
+      if (n < 0) {
+        // A read error is left for the event loop to report. A late ACK backs off: a network
+        // slower than the budget soon stops costing spins, a passing hiccup costs a few.
+        if (n === READ_FAILED) this.busyFd = null;
+        else this.busySkip = Math.min(BUSY_BACKOFF_MAX, 2 ** this.busyMisses++);
+        return;
+      }
+      this.busyMisses = 0;
+      this.busyPoll!.polled();
+      this.onMessage(this.inbox.subarray(0, n));
+      if (performance.now() >= sliceEnd) {
+        setImmediate(() => this.pump());
+        return;
+      }
+    }
   }
 
   private onAck(block16: number): void {
@@ -175,7 +240,9 @@ export class TftpSession {
     this.source.ready().then(
       () => {
         this.waitingForSource = false;
-        if (!this.ended) this.drain();
+        if (this.ended) return;
+        this.drain();
+        this.pump();
       },
       (err: unknown) => {
         this.sendError(ERROR_CODES.NOT_DEFINED, 'read error');

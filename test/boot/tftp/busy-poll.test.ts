@@ -1,0 +1,108 @@
+/**
+ * Busy polling: the descriptor behind a dgram socket, the bounded spinning read, and a server that
+ * answers a real client's ACKs by spinning only when asked to.
+ */
+import { closeSync, openSync, rmSync } from 'node:fs';
+import { createSocket } from 'node:dgram';
+import type { Socket } from 'node:dgram';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { NOTHING_YET, READ_FAILED, socketFd, spinRead } from '../../../src/boot/tftp/busy-poll.js';
+import { NODE_UUID, runClient, startFixture } from './helpers.js';
+import type { Fixture } from './helpers.js';
+
+const open: (Socket | Fixture)[] = [];
+afterEach(async () => {
+  for (const item of open.splice(0)) {
+    if ('cleanup' in item) await item.cleanup();
+    else item.close();
+  }
+});
+
+function bound(type: 'udp4' | 'udp6', host: string): Promise<Socket> {
+  return new Promise((resolve) => {
+    const socket = createSocket(type);
+    open.push(socket);
+    socket.bind(0, host, () => resolve(socket));
+  });
+}
+
+describe('socketFd', () => {
+  it.each([
+    ['udp4', '127.0.0.1'],
+    ['udp6', '::1'],
+  ] as const)('finds the descriptor of a bound %s socket on this Node', async (type, host) => {
+    // If a Node upgrade hides it, this fails rather than busy polling silently switching off.
+    const fd = socketFd(await bound(type, host));
+    expect(fd).not.toBeNull();
+    expect(fd).toBeGreaterThan(2);
+  });
+
+  it('gives distinct descriptors to distinct sockets', async () => {
+    const [a, b] = [await bound('udp4', '127.0.0.1'), await bound('udp4', '127.0.0.1')];
+    expect(socketFd(a)).not.toBe(socketFd(b));
+  });
+});
+
+describe('spinRead', () => {
+  it('gives up after about the budget when nothing arrives', async () => {
+    const fd = socketFd(await bound('udp4', '127.0.0.1'))!;
+    const t0 = performance.now();
+    expect(spinRead(fd, Buffer.alloc(64), 2000)).toBe(NOTHING_YET);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(2);
+  });
+
+  it('returns a queued datagram, which the event loop then never sees', async () => {
+    const receiver = await bound('udp4', '127.0.0.1');
+    const sender = await bound('udp4', '127.0.0.1');
+    let delivered = 0;
+    receiver.on('message', () => (delivered += 1));
+    await new Promise<void>((resolve) => sender.send(Buffer.from([0, 4, 0, 7]), receiver.address().port, '127.0.0.1', () => resolve()));
+    const buf = Buffer.alloc(64);
+    const n = spinRead(socketFd(receiver)!, buf, 200_000);
+    expect(n).toBe(4);
+    expect([...buf.subarray(0, n)]).toEqual([0, 4, 0, 7]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(delivered).toBe(0);
+  });
+
+  it('reports an error other than "nothing yet" as a failed read', () => {
+    const file = path.join(os.tmpdir(), `ironring-busy-${process.pid}`);
+    const fd = openSync(file, 'w');
+    try {
+      expect(spinRead(fd, Buffer.alloc(8), 1000)).toBe(READ_FAILED);
+    } finally {
+      closeSync(fd);
+      rmSync(file, { force: true });
+    }
+  });
+});
+
+describe('a server busy polling for a real client', () => {
+  const kernel = `${NODE_UUID}/deploy_kernel`;
+  const fetch = async (fx: Fixture): Promise<void> => {
+    const res = await runClient('curl', ['-sS', '--fail', '--tftp-blksize', '1468', `tftp://127.0.0.1:${fx.port}/${kernel}`]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout.equals(fx.files[kernel]!)).toBe(true);
+  };
+
+  it('reads ACKs by spinning when a transfer runs alone, and the file arrives intact', async () => {
+    // A generous budget, so that a loaded test machine still answers some ACKs within it.
+    const fx = await startFixture({ busyPollUs: 5000 });
+    open.push(fx);
+    await fetch(fx);
+    const stats = fx.server.stats();
+    const blocks = Math.ceil((fx.files[kernel]!.length + 1) / 1468);
+    expect(stats.completed).toBe(1);
+    expect(stats.busyPolled).toBeGreaterThan(0);
+    expect(stats.busyPolled).toBeLessThanOrEqual(blocks + 1);
+  });
+
+  it('never spins with a zero budget', async () => {
+    const fx = await startFixture({ busyPollUs: 0 });
+    open.push(fx);
+    await fetch(fx);
+    expect(fx.server.stats()).toMatchObject({ completed: 1, busyPolled: 0 });
+  });
+});
