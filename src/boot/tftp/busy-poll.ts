@@ -53,3 +53,86 @@ export function spinRead(fd: number, buf: Buffer, budgetUs: number): number {
     Error.stackTraceLimit = limit;
   }
 }
+
+/** Blocks acknowledged while each mode is measured, at the start of every cycle. */
+export const MEASURE_BLOCKS = 128;
+/** Blocks per cycle: two measurements, then the faster mode for the rest. */
+export const CYCLE_BLOCKS = 4096;
+/** Most waits left to the event loop after a run of late ACKs, before spinning is tried again. */
+export const BACKOFF_MAX = 1024;
+
+/**
+ * When one transfer spins, decided by what it measures rather than assumed.
+ *
+ * Spinning wins when the round trip is short and a CPU would otherwise sit idle: on an idle
+ * machine (above all a virtual one, where waking a halted CPU is dear) it answers in a third of
+ * the time. It loses when the CPUs are busy: the wake-ups are cheap then, and the spinning takes
+ * time the client needs. So every cycle of {@link CYCLE_BLOCKS} acknowledged blocks starts by
+ * timing {@link MEASURE_BLOCKS} blocks spinning and as many sleeping, and spends the rest in the
+ * faster mode; the loser costs about 3 % of a long transfer.
+ *
+ * Within spinning, an ACK later than the budget backs off: the next 1, 2, 4 … waits (at most
+ * {@link BACKOFF_MAX}) are left to the event loop, so a slow network soon costs no spins at all.
+ */
+export class SpinPolicy {
+  /** Blocks acknowledged in this cycle. */
+  private blocks = 0;
+  /** Time and block count where the running measurement began. */
+  private markAt: number;
+  private markBlocks = 0;
+  /** Cost per block spinning, measured at the start of this cycle. */
+  private spinCost = 0;
+  private spinWins = true;
+  private misses = 0;
+  private skip = 0;
+
+  constructor(now: number) {
+    this.markAt = now;
+  }
+
+  /** The mode for this stretch of the cycle: measuring spinning, measuring sleeping, or the winner. */
+  get spinning(): boolean {
+    if (this.blocks < MEASURE_BLOCKS) return true;
+    if (this.blocks < 2 * MEASURE_BLOCKS) return false;
+    return this.spinWins;
+  }
+
+  /** Whether to spin for the next wait: the mode, unless late ACKs have backed spinning off. */
+  takeTurn(): boolean {
+    if (!this.spinning) return false;
+    if (this.skip > 0) {
+      this.skip -= 1;
+      return false;
+    }
+    return true;
+  }
+
+  /** An ACK arrived within the budget. */
+  hit(): void {
+    this.misses = 0;
+  }
+
+  /** The budget ran out before the ACK: leave the next 2^misses waits to the event loop. */
+  miss(): void {
+    this.skip = Math.min(BACKOFF_MAX, 2 ** this.misses);
+    this.misses += 1;
+  }
+
+  /** `n` more blocks were acknowledged at time `now` (ms); closes measurements and cycles. */
+  acknowledged(n: number, now: number): void {
+    const before = this.blocks;
+    this.blocks += n;
+    if (before < MEASURE_BLOCKS && this.blocks >= MEASURE_BLOCKS) {
+      this.spinCost = (now - this.markAt) / (this.blocks - this.markBlocks);
+      this.markAt = now;
+      this.markBlocks = this.blocks;
+    } else if (before < 2 * MEASURE_BLOCKS && this.blocks >= 2 * MEASURE_BLOCKS) {
+      const sleepCost = (now - this.markAt) / (this.blocks - this.markBlocks);
+      this.spinWins = this.spinCost < sleepCost;
+    } else if (this.blocks >= CYCLE_BLOCKS) {
+      this.blocks = 0;
+      this.markAt = now;
+      this.markBlocks = 0;
+    }
+  }
+}

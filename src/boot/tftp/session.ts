@@ -15,7 +15,7 @@ import type { TransferParameters } from './options.js';
 import { DATA_HEADER, ERROR_CODES, OPCODES, encodeError, encodeOack, parsePacket, writeDataHeader } from './packets.js';
 import type { TftpErrorCode } from './packets.js';
 import type { ByteSource } from './source.js';
-import { READ_FAILED, socketFd, spinRead } from './busy-poll.js';
+import { READ_FAILED, SpinPolicy, socketFd, spinRead } from './busy-poll.js';
 
 /** How a transfer ended. */
 export type SessionOutcome = { ok: true; bytes: number; blocks: number } | { ok: false; reason: string };
@@ -44,8 +44,6 @@ export interface BusyPollOptions {
 
 /** The event loop gets a turn at least this often while a session keeps answering ACKs itself. */
 const BUSY_SLICE_MS = 2;
-/** Most waits left to the event loop after a run of late ACKs, before spinning is tried again. */
-const BUSY_BACKOFF_MAX = 1024;
 
 export class TftpSession {
   private readonly socket: Socket;
@@ -85,12 +83,10 @@ export class TftpSession {
   /** The socket's descriptor while busy polling is on for this transfer, else null. */
   private busyFd: number | null;
   private readonly busyPoll: BusyPollOptions | undefined;
+  /** When to spin: measured per transfer, null while busy polling is off. */
+  private readonly spin: SpinPolicy | null;
   /** Where busy-polled datagrams land: an ACK is 4 bytes, anything longer is an error or noise. */
   private readonly inbox = Buffer.allocUnsafe(1024);
-  /** Waits in a row whose ACK came later than the budget. */
-  private busyMisses = 0;
-  /** Waits still to be left to the event loop before spinning again (doubles with each miss). */
-  private busySkip = 0;
 
   constructor(options: SessionOptions) {
     this.socket = options.socket;
@@ -107,6 +103,7 @@ export class TftpSession {
     this.awaitingOack = this.oack !== null;
     this.busyPoll = options.busyPoll;
     this.busyFd = this.busyPoll && this.busyPoll.budgetUs > 0 ? socketFd(this.socket) : null;
+    this.spin = this.busyFd === null ? null : new SpinPolicy(performance.now());
     this.socket.on('message', (msg: Buffer) => {
       this.onMessage(msg);
       this.pump();
@@ -143,28 +140,24 @@ export class TftpSession {
   }
 
   /**
-   * Answers ACKs straight from the socket while they come within the busy-poll budget, giving the
-   * event loop a turn every few milliseconds; returns to it when one is late, the source must be
-   * awaited, or the server disallows spinning (many transfers at once).
+   * Answers ACKs straight from the socket while they come within the busy-poll budget and the
+   * spin policy favours it, giving the event loop a turn every few milliseconds; returns to it when
+   * one is late, the source must be awaited, or the server disallows spinning (many transfers).
    */
   private pump(): void {
     const fd = this.busyFd;
-    if (fd === null || this.waitingForSource || this.ended || !this.busyPoll!.allowed()) return;
-    if (this.busySkip > 0) {
-      this.busySkip -= 1;
-      return;
-    }
+    const spin = this.spin;
+    if (fd === null || !spin || this.waitingForSource || this.ended || !this.busyPoll!.allowed() || !spin.takeTurn()) return;
     const sliceEnd = performance.now() + BUSY_SLICE_MS;
-    while (!this.ended && !this.waitingForSource) {
+    while (!this.ended && !this.waitingForSource && spin.spinning) {
       const n = spinRead(fd, this.inbox, this.busyPoll!.budgetUs);
       if (n < 0) {
-        // A read error is left for the event loop to report. A late ACK backs off: a network
-        // slower than the budget soon stops costing spins, a passing hiccup costs a few.
+        // A read error is left for the event loop to report; a late ACK backs spinning off.
         if (n === READ_FAILED) this.busyFd = null;
-        else this.busySkip = Math.min(BUSY_BACKOFF_MAX, 2 ** this.busyMisses++);
+        else spin.miss();
         return;
       }
-      this.busyMisses = 0;
+      spin.hit();
       this.busyPoll!.polled();
       this.onMessage(this.inbox.subarray(0, n));
       if (performance.now() >= sliceEnd) {
@@ -186,6 +179,7 @@ export class TftpSession {
     // maps far beyond `sent` and is ignored with the bogus ones.
     const k = this.acked + ((block16 - this.acked) & 0xffff);
     if (k === this.acked || k > this.sent) return;
+    this.spin?.acknowledged(k - this.acked, performance.now());
     this.acked = k;
     if (k === this.last) {
       this.finish();

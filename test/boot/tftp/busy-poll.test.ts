@@ -8,7 +8,7 @@ import type { Socket } from 'node:dgram';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { NOTHING_YET, READ_FAILED, socketFd, spinRead } from '../../../src/boot/tftp/busy-poll.js';
+import { BACKOFF_MAX, CYCLE_BLOCKS, MEASURE_BLOCKS, NOTHING_YET, READ_FAILED, SpinPolicy, socketFd, spinRead } from '../../../src/boot/tftp/busy-poll.js';
 import { NODE_UUID, runClient, startFixture } from './helpers.js';
 import type { Fixture } from './helpers.js';
 
@@ -76,6 +76,72 @@ describe('spinRead', () => {
       closeSync(fd);
       rmSync(file, { force: true });
     }
+  });
+});
+
+describe('SpinPolicy', () => {
+  /** Acknowledges `blocks` one at a time, each costing `msPerBlock`; returns the clock. */
+  function run(policy: SpinPolicy, blocks: number, msPerBlock: number, clock: number): number {
+    for (let i = 0; i < blocks; i += 1) {
+      clock += msPerBlock;
+      policy.acknowledged(1, clock);
+    }
+    return clock;
+  }
+
+  it('measures spinning, then sleeping, then keeps the faster for the rest of the cycle', () => {
+    const fast = new SpinPolicy(0);
+    expect(fast.spinning).toBe(true);
+    let t = run(fast, MEASURE_BLOCKS, 0.03, 0);
+    expect(fast.spinning).toBe(false);
+    t = run(fast, MEASURE_BLOCKS, 0.08, t);
+    expect(fast.spinning).toBe(true);
+
+    const slow = new SpinPolicy(0);
+    t = run(slow, MEASURE_BLOCKS, 0.03, 0);
+    run(slow, MEASURE_BLOCKS, 0.015, t);
+    expect(slow.spinning).toBe(false);
+    expect(slow.takeTurn()).toBe(false);
+  });
+
+  it('measures again every cycle, so a machine that becomes idle gets spinning back', () => {
+    const policy = new SpinPolicy(0);
+    let t = run(policy, MEASURE_BLOCKS, 0.03, 0);
+    t = run(policy, MEASURE_BLOCKS, 0.015, t);
+    expect(policy.spinning).toBe(false);
+    t = run(policy, CYCLE_BLOCKS - 2 * MEASURE_BLOCKS, 0.015, t);
+    expect(policy.spinning).toBe(true); // a new cycle starts by measuring spinning
+    t = run(policy, MEASURE_BLOCKS, 0.03, t);
+    run(policy, MEASURE_BLOCKS, 0.08, t);
+    expect(policy.spinning).toBe(true);
+  });
+
+  it('counts windows by the blocks they acknowledge', () => {
+    const policy = new SpinPolicy(0);
+    policy.acknowledged(MEASURE_BLOCKS, 1);
+    expect(policy.spinning).toBe(false);
+    policy.acknowledged(MEASURE_BLOCKS, 10); // sleeping cost 9 ms against spinning's 1 ms
+    expect(policy.spinning).toBe(true);
+  });
+
+  it('backs off after late ACKs, doubling up to the maximum, and forgets on a hit', () => {
+    const policy = new SpinPolicy(0);
+    const skipped = (): number => {
+      let n = 0;
+      while (!policy.takeTurn()) n += 1;
+      return n;
+    };
+    policy.miss();
+    expect(skipped()).toBe(1);
+    policy.miss();
+    expect(skipped()).toBe(2);
+    policy.miss();
+    expect(skipped()).toBe(4);
+    for (let i = 0; i < 20; i += 1) policy.miss();
+    expect(skipped()).toBe(BACKOFF_MAX);
+    policy.hit();
+    policy.miss();
+    expect(skipped()).toBe(1);
   });
 });
 
