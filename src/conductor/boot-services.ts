@@ -8,7 +8,7 @@ import { networkInterfaces } from 'node:os';
 import { BootEnvironment, startHttpBootServer } from '../boot/index.js';
 import type { HttpBootServer } from '../boot/index.js';
 import { startTftpServer } from '../boot/tftp/index.js';
-import type { TftpServer } from '../boot/tftp/index.js';
+import type { TftpServer, TftpStats } from '../boot/tftp/index.js';
 import { ListenError } from '../common/errors.js';
 import { splitAddress } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
@@ -20,6 +20,8 @@ export interface BootServices {
   tftpAddress: string | null;
   /** Base URL nodes use for HTTP boot, or null. */
   httpUrl: string | null;
+  /** The embedded TFTP server's counters, or null when it does not run here. */
+  tftpStats(): TftpStats | null;
   close(): Promise<void>;
 }
 
@@ -97,7 +99,7 @@ export async function startBootServices(config: Config, logger: Logger, optional
       imageCache: { ttlMs: pxe.image_cache_ttl * 60_000, maxBytes: pxe.image_cache_size * 1024 * 1024 },
       logger: logger.child({ component: 'boot' }),
     });
-    return { environment, tftpAddress, httpUrl, close };
+    return { environment, tftpAddress, httpUrl, tftpStats: () => tftp?.stats() ?? null, close };
   } catch (err) {
     await close();
     throw err;

@@ -151,6 +151,8 @@ export class Conductor {
     const { config, store } = this.deps;
     await assertNotRunning(store, this.hostname, config.conductor.heartbeat_timeout);
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
+    const boot = this.boot;
+    this.metrics.watchTftp(() => boot.tftpStats());
     if (!this.deps.drivers) {
       this.drivers = createDriverRegistry({
         bootEnvironment: this.boot.environment,

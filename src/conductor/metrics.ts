@@ -3,6 +3,7 @@
  * conductor, not prom-client's global one: tests run several conductors in one process.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { TftpStats } from '../boot/tftp/index.js';
 
 export class ConductorMetrics {
   readonly registry = new Registry();
@@ -17,6 +18,8 @@ export class ConductorMetrics {
   readonly resumed: Counter;
   readonly failures: Counter;
   readonly ringVersion: Gauge;
+  /** Where the embedded TFTP server's counters are read at scrape time; null when none runs. */
+  private tftpStats: () => TftpStats | null = () => null;
 
   constructor(labels: { conductor: string; conductor_group: string }, options: { processMetrics?: boolean } = {}) {
     const r = this.registry;
@@ -43,5 +46,53 @@ export class ConductorMetrics {
     this.resumed = new Counter({ name: 'ironring_conductor_resumed_total', help: 'In-flight operations of a departed conductor resumed here.', registers: [r] });
     this.failures = new Counter({ name: 'ironring_conductor_reconcile_failures_total', help: 'Node take-overs, pre-caches or clean-ups that failed (retried).', registers: [r] });
     this.ringVersion = new Gauge({ name: 'ironring_conductor_ring_version', help: 'Ring version this conductor is on (+1 per membership change seen).', registers: [r] });
+    this.registerTftp();
+  }
+
+  /** Reads the embedded TFTP server's counters from `stats` whenever /metrics is scraped. */
+  watchTftp(stats: () => TftpStats | null): void {
+    this.tftpStats = stats;
+  }
+
+  /** TFTP metrics, filled from the server's own counters at scrape time (nothing when none runs). */
+  private registerTftp(): void {
+    const read = (): TftpStats | null => this.tftpStats();
+    const counter = (name: string, help: string, value: (s: TftpStats) => number, labelNames: string[] = []): void => {
+      new Counter({
+        name,
+        help,
+        labelNames,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          const s = read();
+          if (s && labelNames.length === 0) this.inc(value(s));
+        },
+      });
+    };
+    new Counter({
+      name: 'ironring_tftp_transfers_total',
+      help: 'TFTP read transfers that ended, by outcome (completed: last block acknowledged; failed: timeout, peer error, read error, shutdown).',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = read();
+        if (!s) return;
+        this.inc({ outcome: 'completed' }, s.completed);
+        this.inc({ outcome: 'failed' }, s.failed);
+      },
+    });
+    counter('ironring_tftp_transfers_started_total', 'TFTP read transfers begun (file opened, first packet sent).', (s) => s.started);
+    counter('ironring_tftp_requests_refused_total', 'TFTP requests answered with an error and no transfer (not found, access violation, write request, bad options, malformed).', (s) => s.refused);
+    counter('ironring_tftp_busy_polled_total', 'Datagrams a TFTP transfer read by busy polling rather than through the event loop.', (s) => s.busyPolled);
+    new Gauge({
+      name: 'ironring_tftp_transfers_active',
+      help: 'TFTP transfers in progress.',
+      registers: [this.registry],
+      collect() {
+        this.set(read()?.active ?? 0);
+      },
+    });
   }
 }

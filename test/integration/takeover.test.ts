@@ -171,13 +171,17 @@ describe.skipIf(engines.length === 0)('take-over: conductors keep boot state on 
     // The survivors' /metrics tell the same story.
     const owners = await Promise.all([conductors[0]!, conductors[2]!].map(async (c) => (await fetch(`${c.rpcUrl}/metrics`)).text()));
     let owned = 0;
+    let served = 0;
     for (const text of owners) {
       owned += Number(/^ironring_conductor_nodes_owned\{[^}]*\} (\d+)$/m.exec(text)?.[1]);
+      served += Number(/^ironring_tftp_transfers_total\{outcome="completed"[^}]*\} (\d+)$/m.exec(text)?.[1]);
       expect(Number(/^ironring_conductor_takeovers_total\{[^}]*\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
       expect(text).toMatch(/^ironring_conductor_nodes_pending_takeover\{[^}]*\} 0$/m);
       expect(text).toMatch(/^ironring_conductor_reconcile_last_pass_seconds\{[^}]*\} [\d.e-]+$/m);
     }
     expect(owned).toBe(300);
+    // Every node's config was just fetched from its owner's embedded TFTP server.
+    expect(served).toBeGreaterThanOrEqual(300);
   });
 
   it('2. kill -9: every node converges within heartbeat_timeout + 2 s', async () => {

@@ -1,0 +1,50 @@
+/**
+ * A conductor's /metrics carries its embedded TFTP server's counters, read at scrape time from a
+ * real server that a real client fetched from.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConductorMetrics } from '../../src/conductor/metrics.js';
+import { MAC_LINK, runClient, startFixture } from '../boot/tftp/helpers.js';
+import type { Fixture } from '../boot/tftp/helpers.js';
+
+let fx: Fixture;
+beforeAll(async () => {
+  fx = await startFixture();
+});
+afterAll(async () => {
+  await fx.cleanup();
+});
+
+/** The value of one sample line (`name{labels} value`), or undefined when absent. */
+function sample(text: string, name: string, label = ''): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+describe('TFTP metrics', () => {
+  it('exports no outcomes and zero counts while no TFTP server runs', async () => {
+    const metrics = new ConductorMetrics({ conductor: 'c1', conductor_group: '' });
+    const text = await metrics.registry.metrics();
+    expect(sample(text, 'ironring_tftp_transfers_total')).toBeUndefined();
+    expect(sample(text, 'ironring_tftp_transfers_started_total')).toBe(0);
+    expect(sample(text, 'ironring_tftp_transfers_active')).toBe(0);
+  });
+
+  it('follows the server: completed and refused transfers appear at the next scrape', async () => {
+    const metrics = new ConductorMetrics({ conductor: 'c1', conductor_group: 'rack-1' });
+    metrics.watchTftp(() => fx.server.stats());
+    const before = await metrics.registry.metrics();
+    expect(sample(before, 'ironring_tftp_transfers_total', 'outcome="completed"')).toBe(0);
+
+    expect((await runClient('curl', ['-sS', '--fail', `tftp://127.0.0.1:${fx.port}/${MAC_LINK}`])).code).toBe(0);
+    expect((await runClient('curl', ['-sS', '--fail', `tftp://127.0.0.1:${fx.port}/no-such-file`])).code).not.toBe(0);
+
+    const after = await metrics.registry.metrics();
+    expect(sample(after, 'ironring_tftp_transfers_total', 'outcome="completed"')).toBe(1);
+    expect(sample(after, 'ironring_tftp_transfers_total', 'outcome="failed"')).toBe(0);
+    expect(sample(after, 'ironring_tftp_transfers_started_total')).toBe(1);
+    expect(sample(after, 'ironring_tftp_requests_refused_total')).toBe(1);
+    expect(sample(after, 'ironring_tftp_transfers_active')).toBe(0);
+    expect(after).toMatch(/^ironring_tftp_transfers_total\{outcome="completed",conductor="c1",conductor_group="rack-1"\} 1$/m);
+  });
+});
