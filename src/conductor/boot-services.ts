@@ -68,6 +68,7 @@ export async function startBootServices(config: Config, logger: Logger, optional
           root: pxe.tftp_root,
           address: pxe.tftp_address,
           busyPollUs: pxe.tftp_busy_poll_us,
+          engine: pxe.tftp_engine,
           logger: logger.child({ component: 'tftp' }),
         }), logger);
       if (tftp) {

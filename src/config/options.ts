@@ -254,6 +254,12 @@ export const OPTIONS = {
       default: '0.0.0.0:69',
       description: 'Address (host:port) the embedded TFTP server listens on.',
     },
+    tftp_engine: {
+      type: { kind: 'enum', values: ['auto', 'native', 'js'] },
+      default: 'auto',
+      description:
+        'Engine for octet TFTP transfers: native (a C thread per transfer, built by npm ci), js (the event loop), or auto (native when built).',
+    },
     tftp_busy_poll_us: {
       type: { kind: 'integer', min: 0, max: 10000 },
       default: 100,

@@ -16,14 +16,35 @@
 import type { Socket } from 'node:dgram';
 import { readSync } from 'node:fs';
 
-/** The descriptor of a bound dgram socket, or null when this Node does not expose it. */
-export function socketFd(socket: Socket): number | null {
+/** What a dgram socket's libuv handle offers that is used here. */
+interface UdpHandle {
+  fd?: unknown;
+  recvStop?: unknown;
+}
+
+/** The libuv handle of a dgram socket, or undefined when this Node keeps it elsewhere. */
+function udpHandle(socket: Socket): UdpHandle | undefined {
   // dgram keeps its libuv handle in an internal state object (Node ≥ 12); `_handle` is the same
   // handle behind a deprecation warning. Any surprise means no busy polling, never an error.
   const key = Object.getOwnPropertySymbols(socket).find((s) => s.description === 'state symbol');
-  const state = key ? ((socket as unknown as Record<symbol, unknown>)[key] as { handle?: { fd?: unknown } } | undefined) : undefined;
-  const fd = state?.handle?.fd;
+  const state = key ? ((socket as unknown as Record<symbol, unknown>)[key] as { handle?: UdpHandle } | undefined) : undefined;
+  return state?.handle;
+}
+
+/** The descriptor of a bound dgram socket, or null when this Node does not expose it. */
+export function socketFd(socket: Socket): number | null {
+  const fd = udpHandle(socket)?.fd;
   return typeof fd === 'number' && Number.isInteger(fd) && fd >= 0 ? fd : null;
+}
+
+/**
+ * Stops the event loop reading `socket` (its datagrams are left for another reader: the native
+ * engine's thread); false when this Node does not allow it.
+ */
+export function stopReceiving(socket: Socket): boolean {
+  const handle = udpHandle(socket);
+  if (typeof handle?.recvStop !== 'function') return false;
+  return (handle.recvStop as () => number).call(handle) === 0;
 }
 
 /** What {@link spinRead} returns besides a datagram length. */

@@ -14,6 +14,7 @@ import { ERROR_CODES, OPCODES, encodeError, parsePacket } from './packets.js';
 import type { RequestPacket, TftpErrorCode } from './packets.js';
 import { isResolveFault, openConfined } from './resolve.js';
 import { TftpSession } from './session.js';
+import { NativeSession, nativeEngine, nativeEngineError } from './native-engine.js';
 import type { SessionOutcome } from './session.js';
 import { NetasciiSource, OctetSource } from './source.js';
 
@@ -38,6 +39,12 @@ export interface TftpServerOptions {
    * is the only transfer running (see busy-poll.ts); 0 turns busy polling off. Default 100.
    */
   busyPollUs?: number;
+  /**
+   * Which engine runs octet transfers: `native` (native/tftp_engine.c, one thread per transfer),
+   * `js` (the event loop), or `auto` (native when built). netascii always runs in JavaScript.
+   * Default `auto`.
+   */
+  engine?: 'auto' | 'native' | 'js';
 }
 
 /** Counters since start. `started` = `completed` + `failed` + `active`. */
@@ -96,7 +103,7 @@ function connectSocket(socket: Socket, peer: RemoteInfo): Promise<void> {
 }
 
 class Server implements TftpServer {
-  private readonly sessions = new Map<string, TftpSession | null>();
+  private readonly sessions = new Map<string, TftpSession | NativeSession | null>();
   private readonly sockets = new Set<Socket>();
   private readonly counters = { started: 0, completed: 0, failed: 0, refused: 0, busyPolled: 0 };
   private closing: Promise<void> | null = null;
@@ -109,6 +116,8 @@ class Server implements TftpServer {
     private readonly host: string,
     private readonly options: TftpServerOptions,
     private readonly log: Logger | undefined,
+    /** The native engine for octet transfers, or null to run them all in JavaScript. */
+    private readonly engine: ReturnType<typeof nativeEngine>,
   ) {
     this.limits = {
       maxBlksize: options.maxBlksize ?? DEFAULTS.maxBlksize,
@@ -142,7 +151,13 @@ class Server implements TftpServer {
   }
 
   private async shutdown(): Promise<void> {
-    for (const session of this.sessions.values()) session?.abort(ERROR_CODES.NOT_DEFINED, 'server shutting down');
+    const native: Promise<void>[] = [];
+    for (const session of this.sessions.values()) {
+      session?.abort(ERROR_CODES.NOT_DEFINED, 'server shutting down');
+      if (session instanceof NativeSession) native.push(session.done);
+    }
+    // A native transfer's thread uses its socket until it reports: close nothing under it.
+    await Promise.all(native);
     const closes = [this.listener, ...this.sockets].map(
       (socket) => new Promise<void>((resolve) => {
         try {
@@ -228,6 +243,27 @@ class Server implements TftpServer {
       await file.handle.close();
       return refuse(params.code, params.message);
     }
+    const engine = this.engine;
+    if (engine && !netascii && NativeSession.usable(socket)) {
+      const native = new NativeSession({
+        engine,
+        socket,
+        file: file.handle,
+        size: file.size,
+        params,
+        retries: this.options.retries ?? DEFAULTS.retries,
+        busyPollUs: this.busyPoll.budgetUs,
+        onEnd: (outcome, polled) => {
+          this.counters.busyPolled += polled;
+          this.onEnd(key, outcome, log);
+        },
+      });
+      this.sessions.set(key, native);
+      this.counters.started += 1;
+      this.log?.debug({ ...log, blksize: params.blksize, windowsize: params.windowsize, size: file.size, engine: 'native' }, 'TFTP transfer started');
+      native.start();
+      return;
+    }
     const octets = new OctetSource(file.handle, file.size);
     const session = new TftpSession({
       socket,
@@ -260,6 +296,11 @@ class Server implements TftpServer {
  * `ListenError` naming the address and the option to change when the address cannot be bound.
  */
 export async function startTftpServer(options: TftpServerOptions): Promise<TftpServer> {
+  const choice = options.engine ?? 'auto';
+  const engine = choice === 'js' ? null : nativeEngine();
+  if (choice === 'native' && !engine) {
+    throw new Error(`the native TFTP engine is not built (${nativeEngineError()}): run "npm rebuild ironring" with a C compiler, or set [pxe] tftp_engine = "js"`);
+  }
   const { host, port } = splitAddress(options.address);
   let listener: Socket | undefined;
   try {
@@ -274,5 +315,6 @@ export async function startTftpServer(options: TftpServerOptions): Promise<TftpS
     throw listenError(err, options.address, 'TFTP server', '--tftp-address or [pxe] tftp_address');
   }
   const log = options.logger?.child({ component: 'tftp' });
-  return new Server(listener, host, options, log);
+  if (choice === 'auto' && !engine) log?.warn({ reason: nativeEngineError() }, 'native TFTP engine not built; transfers run in JavaScript');
+  return new Server(listener, host, options, log, engine);
 }

@@ -8,6 +8,9 @@ import path from 'node:path';
 import { startTftpServer } from '../../../src/boot/tftp/index.js';
 import type { TftpServer, TftpServerOptions } from '../../../src/boot/tftp/index.js';
 
+/** Both transfer engines run the protocol and client suites. */
+export const TFTP_ENGINES = ['native', 'js'] as const;
+
 export const NODE_UUID = '1be26c0b-03f2-4d2e-ae87-c02d7bcb9b3c';
 export const MAC_LINK = 'pxelinux.cfg/01-aa-bb-cc-dd-ee-ff';
 export const CONFIG = 'default deploy\nlabel deploy\n  kernel deploy_kernel\n  append initrd=deploy_ramdisk\n';

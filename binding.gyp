@@ -1,0 +1,10 @@
+{
+  "targets": [
+    {
+      "target_name": "tftp_engine",
+      "sources": ["native/tftp_engine.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "conditions": [["OS!='linux'", {"type": "none"}]]
+    }
+  ]
+}
