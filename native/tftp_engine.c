@@ -323,8 +323,10 @@ static void *run_transfer(void *arg) {
   free(r.lens);
   free(r.ra);
   atomic_fetch_sub(&active_transfers, 1);
-  napi_call_threadsafe_function(t->tsfn, t, napi_tsfn_blocking);
-  napi_release_threadsafe_function(t->tsfn, napi_tsfn_release);
+  /* Once queued, `t` belongs to the main thread, which may free it before the call returns. */
+  napi_threadsafe_function tsfn = t->tsfn;
+  napi_call_threadsafe_function(tsfn, t, napi_tsfn_blocking);
+  napi_release_threadsafe_function(tsfn, napi_tsfn_release);
   return NULL;
 }
 
@@ -395,7 +397,11 @@ static napi_value start(napi_env env, napi_callback_info info) {
       free(t);
       return throw_error(env, "start: oack must be a Buffer or null");
     }
-    t->oack = malloc(len);
+    t->oack = malloc(len ? len : 1);
+    if (!t->oack) {
+      free(t);
+      return throw_error(env, "start: out of memory");
+    }
     memcpy(t->oack, data, len);
     t->oack_len = len;
   }
@@ -410,6 +416,8 @@ static napi_value start(napi_env env, napi_callback_info info) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  /* A transfer's thread needs a few KiB of stack: keep a thousand of them cheap. */
+  pthread_attr_setstacksize(&attr, 256 * 1024);
   pthread_t thread;
   int err = pthread_create(&thread, &attr, run_transfer, t);
   pthread_attr_destroy(&attr);

@@ -261,7 +261,19 @@ class Server implements TftpServer {
       this.sessions.set(key, native);
       this.counters.started += 1;
       this.log?.debug({ ...log, blksize: params.blksize, windowsize: params.windowsize, size: file.size, engine: 'native' }, 'TFTP transfer started');
-      native.start();
+      try {
+        native.start();
+      } catch (err) {
+        // No thread (resource limits): the transfer ends here, telling the client.
+        this.log?.warn({ ...log, err }, 'TFTP transfer could not start');
+        try {
+          socket.send(encodeError(ERROR_CODES.NOT_DEFINED, 'server busy'), () => socket.close());
+        } catch {
+          // Closed meanwhile.
+        }
+        await file.handle.close();
+        this.onEnd(key, { ok: false, reason: `could not start: ${(err as Error).message}` }, log);
+      }
       return;
     }
     const octets = new OctetSource(file.handle, file.size);
