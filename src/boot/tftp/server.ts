@@ -311,7 +311,7 @@ export async function startTftpServer(options: TftpServerOptions): Promise<TftpS
   const choice = options.engine ?? 'auto';
   const engine = choice === 'js' ? null : nativeEngine();
   if (choice === 'native' && !engine) {
-    throw new Error(`the native TFTP engine is not built (${nativeEngineError()}): run "npm rebuild ironring" with a C compiler, or set [pxe] tftp_engine = "js"`);
+    throw new Error(`the native TFTP engine is not built (${nativeEngineError()}): build it with a C compiler ("npm run build:native" in a checkout, "npm rebuild ironring" for a package), or set [pxe] tftp_engine = "js"`);
   }
   const { host, port } = splitAddress(options.address);
   let listener: Socket | undefined;
