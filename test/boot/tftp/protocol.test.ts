@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ListenError } from '../../../src/common/errors.js';
 import { startTftpServer } from '../../../src/boot/tftp/index.js';
+import type { TftpServerOptions } from '../../../src/boot/tftp/index.js';
 import { ack, decode, fetchRaw, rawPeer, request, runClient, startFixture, TFTP_ENGINES, until } from './helpers.js';
 import type { Fixture, RawPeer, Received } from './helpers.js';
 
@@ -18,6 +19,18 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
   afterAll(async () => {
     await fx.cleanup();
   });
+
+  /** Runs `body` against a server of its own and a fresh raw peer, and releases both. */
+  async function withOwnServer(options: Partial<TftpServerOptions>, body: (own: Fixture, peer: RawPeer) => Promise<void>): Promise<void> {
+    const own = await startFixture({ engine, ...options });
+    const peer = await rawPeer();
+    try {
+      await body(own, peer);
+    } finally {
+      peer.close();
+      await own.cleanup();
+    }
+  }
 
   async function expectPacket(peer: RawPeer): Promise<Received & ReturnType<typeof decode>> {
     const got = await peer.next();
@@ -184,9 +197,7 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
 
   describe('timeouts and shutdown', () => {
     it('retransmits a bounded number of times to a silent client, then ends the session', async () => {
-      const quick = await startFixture({ engine, timeoutMs: 30, retries: 3 });
-      const peer = await rawPeer();
-      try {
+      await withOwnServer({ timeoutMs: 30, retries: 3 }, async (quick, peer) => {
         peer.send(request(1, 'small.bin'), quick.port);
         const received: ReturnType<typeof decode>[] = [];
         for (;;) {
@@ -199,16 +210,11 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
         expect(received[4]!.message).toMatch(/timed out/);
         await until(() => quick.server.stats().failed === 1);
         expect(quick.server.stats()).toMatchObject({ started: 1, completed: 0, failed: 1, active: 0 });
-      } finally {
-        peer.close();
-        await quick.cleanup();
-      }
+      });
     });
 
     it('retransmits an unacknowledged OACK the same way', async () => {
-      const quick = await startFixture({ engine, timeoutMs: 30, retries: 2 });
-      const peer = await rawPeer();
-      try {
+      await withOwnServer({ timeoutMs: 30, retries: 2 }, async (quick, peer) => {
         peer.send(request(1, 'small.bin', 'octet', { blksize: '1024' }), quick.port);
         const ops: number[] = [];
         for (;;) {
@@ -217,47 +223,32 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
           if (p.op === 5) break;
         }
         expect(ops).toEqual([6, 6, 6, 5]);
-      } finally {
-        peer.close();
-        await quick.cleanup();
-      }
+      });
     });
 
     it('ends a transfer the client aborts with an ERROR', async () => {
-      const own = await startFixture({ engine });
-      const peer = await rawPeer();
-      try {
+      await withOwnServer({}, async (own, peer) => {
         peer.send(request(1, 'small.bin'), own.port);
         const first = await expectPacket(peer);
         peer.send(raw([0, 5, 0, 0], 'changed my mind\0'), first.port);
         await until(() => own.server.stats().failed === 1);
         expect(own.server.stats().active).toBe(0);
-      } finally {
-        peer.close();
-        await own.cleanup();
-      }
+      });
     });
 
     it('starts one transfer for a retransmitted request', async () => {
-      const own = await startFixture({ engine });
-      const peer = await rawPeer();
-      try {
+      await withOwnServer({}, async (own, peer) => {
         peer.send(request(1, 'exact.bin'), own.port);
         peer.send(request(1, 'exact.bin'), own.port);
         const first = await expectPacket(peer);
         peer.send(raw([0, 5, 0, 0], 'enough\0'), first.port);
         await until(() => own.server.stats().active === 0);
         expect(own.server.stats().started).toBe(1);
-      } finally {
-        peer.close();
-        await own.cleanup();
-      }
+      });
     });
 
     it('close() aborts transfers in progress, is idempotent and frees the port', async () => {
-      const own = await startFixture({ engine });
-      const peer = await rawPeer();
-      try {
+      await withOwnServer({}, async (own, peer) => {
         peer.send(request(1, 'small.bin'), own.port);
         expect((await expectPacket(peer)).op).toBe(3);
         await Promise.all([own.server.close(), own.server.close()]);
@@ -267,10 +258,7 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
         expect(own.server.stats()).toMatchObject({ active: 0, failed: 1 });
         const again = await startTftpServer({ engine, root: own.root, address: `127.0.0.1:${own.port}` });
         await again.close();
-      } finally {
-        peer.close();
-        await own.cleanup();
-      }
+      });
     });
 
     it('throws a one-line ListenError when the port is taken', async () => {
