@@ -75,3 +75,66 @@ export function requiredImage(bag: FieldBag, key: string, purpose: string): Imag
   }
   return { url, checksum: checksum.toLowerCase() };
 }
+
+/** One key an interface implementation reads from a node's JSON column. */
+export interface DriverField {
+  /** The JSON column it lives in. */
+  readonly bag: FieldBag['name'];
+  /** The key, Ironic's name where Ironic has one (`ipmi_address`, `deploy_kernel`…). */
+  readonly key: string;
+  /** When the interface refuses to work without it; undefined when it is optional. */
+  readonly requiredFor?: string;
+  /** What it is, its format, and its default when optional. */
+  readonly description: string;
+}
+
+const IPMI_FIELDS: readonly DriverField[] = [
+  { bag: 'driver_info', key: 'ipmi_address', requiredFor: 'every power and boot-device action', description: 'Host name or IP address of the BMC.' },
+  { bag: 'driver_info', key: 'ipmi_port', description: 'UDP port of the BMC, 1–65535. Default 623.' },
+  { bag: 'driver_info', key: 'ipmi_username', description: 'BMC user. Default: none (anonymous).' },
+  { bag: 'driver_info', key: 'ipmi_password', description: 'BMC password; an empty string is a valid (null) password. Passed to ipmitool in its environment, never on its command line; shown as `******` by the API.' },
+  { bag: 'driver_info', key: 'ipmi_protocol_version', description: '`2.0` (ipmitool `-I lanplus`) or `1.5` (`-I lan`). Default `2.0`.' },
+  { bag: 'driver_info', key: 'ipmi_priv_level', description: '`ADMINISTRATOR`, `OPERATOR`, `USER` or `CALLBACK`. Default `ADMINISTRATOR`.' },
+  { bag: 'driver_info', key: 'ipmi_cipher_suite', description: 'IPMI cipher suite 0–17 (ipmitool `-C`); needs protocol version 2.0. Default: ipmitool\'s.' },
+];
+
+const BOOT_MODE_FIELDS: readonly DriverField[] = [
+  { bag: 'instance_info', key: 'deploy_boot_mode', description: '`bios` or `uefi`: the firmware boot mode, first choice.' },
+  { bag: 'properties', key: 'capabilities', description: '`boot_mode:bios` or `boot_mode:uefi` in Ironic\'s `"key:value,…"` string (or an object): the boot mode when `instance_info.deploy_boot_mode` is unset. Default `bios`.' },
+];
+
+const NETWORK_BOOT_FIELDS: readonly DriverField[] = [
+  { bag: 'driver_info', key: 'deploy_kernel', requiredFor: 'validate, and every boot of the deploy ramdisk', description: 'Deploy kernel: a `file://`, `http://` or `https://` URL.' },
+  { bag: 'driver_info', key: 'deploy_kernel_checksum', requiredFor: 'validate (every image is verified)', description: '`sha256:<hex>`, `sha512:<hex>` or `md5:<hex>` of `deploy_kernel`.' },
+  { bag: 'driver_info', key: 'deploy_ramdisk', requiredFor: 'validate, and every boot of the deploy ramdisk', description: 'Deploy ramdisk: a `file://`, `http://` or `https://` URL.' },
+  { bag: 'driver_info', key: 'deploy_ramdisk_checksum', requiredFor: 'validate (every image is verified)', description: 'Checksum of `deploy_ramdisk`, as `deploy_kernel_checksum`.' },
+  { bag: 'driver_info', key: 'kernel_append_params', description: 'Kernel command line of the deploy ramdisk (one line); also the instance\'s when `instance_info.kernel_append_params` is unset.' },
+  { bag: 'instance_info', key: 'kernel', requiredFor: 'booting a network-booted instance', description: 'Instance kernel: a `file://`, `http://` or `https://` URL.' },
+  { bag: 'instance_info', key: 'kernel_checksum', requiredFor: 'booting a network-booted instance', description: 'Checksum of `kernel`, as `deploy_kernel_checksum`.' },
+  { bag: 'instance_info', key: 'ramdisk', requiredFor: 'booting a network-booted instance', description: 'Instance ramdisk: a `file://`, `http://` or `https://` URL.' },
+  { bag: 'instance_info', key: 'ramdisk_checksum', requiredFor: 'booting a network-booted instance', description: 'Checksum of `ramdisk`, as `deploy_kernel_checksum`.' },
+  { bag: 'instance_info', key: 'kernel_append_params', description: 'Kernel command line of the instance (one line). Default: `driver_info.kernel_append_params`.' },
+  ...BOOT_MODE_FIELDS,
+];
+
+const RAMDISK_DEPLOY_FIELDS: readonly DriverField[] = [
+  { bag: 'instance_info', key: 'kernel', requiredFor: 'validate and deploy', description: 'Instance kernel, booted from the network on every boot (see the boot interface).' },
+  { bag: 'instance_info', key: 'kernel_checksum', requiredFor: 'validate and deploy', description: 'Checksum of `kernel`.' },
+  { bag: 'instance_info', key: 'ramdisk', requiredFor: 'validate and deploy', description: 'Instance ramdisk, booted from the network on every boot.' },
+  { bag: 'instance_info', key: 'ramdisk_checksum', requiredFor: 'validate and deploy', description: 'Checksum of `ramdisk`.' },
+];
+
+/**
+ * The keys each interface implementation reads from `driver_info`, `instance_info` and `properties`,
+ * by `<interface type>/<implementation>`. The readers above are what enforce them; this list is what
+ * docs/driver-fields.md is generated from (`npm run docs:driver-fields`), and test/drivers/
+ * driver-fields.test.ts checks it against what the interfaces actually read and require. An
+ * implementation that reads nothing (the `fake` ones, `noop`, `no-*`) is absent.
+ */
+export const INTERFACE_FIELDS: Readonly<Record<string, readonly DriverField[]>> = {
+  'power/ipmitool': IPMI_FIELDS,
+  'management/ipmitool': [...IPMI_FIELDS, ...BOOT_MODE_FIELDS],
+  'boot/pxe': NETWORK_BOOT_FIELDS,
+  'boot/ipxe': NETWORK_BOOT_FIELDS,
+  'deploy/ramdisk': RAMDISK_DEPLOY_FIELDS,
+};

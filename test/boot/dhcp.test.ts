@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,9 +8,10 @@ import type { DhcpOptions } from '../../src/boot/dhcp.js';
 import { InvalidBootInput } from '../../src/boot/errors.js';
 import { MAC_A, MAC_A2, UUID_A, UUID_B, sandbox, tree } from './helpers.js';
 import type { BootSandbox } from './helpers.js';
+import { findCommand, requirePeer } from '../helpers/peers.js';
 
 const run = promisify(execFile);
-const DNSMASQ = ['/usr/sbin/dnsmasq', '/usr/bin/dnsmasq'].find((p) => existsSync(p));
+const DNSMASQ = requirePeer('dnsmasq', 'dnsmasq-base') ? findCommand('dnsmasq')! : undefined;
 let s: BootSandbox;
 let options: DhcpOptions;
 
@@ -74,7 +74,7 @@ describe('dnsmasq entries', () => {
     expect(() => renderDhcpEntries({ ...node, bootInterface: 'ipxe' }, [MAC_A], { ...options, httpUrl: undefined })).toThrow(InvalidBootInput);
   });
 
-  it.skipIf(DNSMASQ === undefined && process.env.CI !== 'true')('passes dnsmasq --test as dhcp-host / dhcp-option lines', async () => {
+  it.skipIf(DNSMASQ === undefined)('passes dnsmasq --test as dhcp-host / dhcp-option lines', async () => {
     const ipxe = renderDhcpEntries({ ...node, bootInterface: 'ipxe', bootMode: 'uefi' }, [MAC_A, MAC_A2], options);
     const pxe = renderDhcpEntries({ uuid: UUID_B, bootMode: 'bios', bootInterface: 'pxe' }, ['52:54:00:ab:cd:ef'], { ...options, tftpServer: 'tftp.example.com' });
     // --test does not read hostsdir/optsdir files, so their lines are checked in the same syntax inline.
@@ -89,7 +89,7 @@ describe('dnsmasq entries', () => {
     ];
     const conf = join(s.dir, 'dnsmasq.conf');
     await writeFile(conf, `${lines.join('\n')}\n`);
-    const { stderr } = await run(DNSMASQ ?? 'dnsmasq', ['--test', `--conf-file=${conf}`]);
+    const { stderr } = await run(DNSMASQ!, ['--test', `--conf-file=${conf}`]);
     expect(stderr).toContain('syntax check OK');
   });
 });

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ListenError } from '../../src/common/errors.js';
 import { parseRange, startHttpBootServer } from '../../src/boot/http-boot.js';
 import type { HttpBootServer } from '../../src/boot/http-boot.js';
+import { requirePeer } from '../helpers/peers.js';
 import { MAC_A, UUID_A, randomBlob, sandbox } from './helpers.js';
 import type { BootSandbox } from './helpers.js';
 
@@ -54,7 +55,7 @@ afterAll(async () => {
   await s.dispose();
 });
 
-describe('HTTP boot server (real curl)', () => {
+describe.skipIf(!requirePeer('curl', 'curl'))('HTTP boot server (real curl)', () => {
   it('serves boot.ipxe and a per-MAC config through its relative symlink', async () => {
     const bootIpxe = await curl('/boot.ipxe');
     expect(bootIpxe.status).toBe(200);

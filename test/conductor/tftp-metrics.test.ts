@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConductorMetrics } from '../../src/conductor/metrics.js';
 import { MAC_LINK, runClient, startFixture } from '../boot/tftp/helpers.js';
 import type { Fixture } from '../boot/tftp/helpers.js';
+import { requirePeer } from '../helpers/peers.js';
+
+const CURL = requirePeer('curl', 'curl');
 
 let fx: Fixture;
 beforeAll(async () => {
@@ -30,7 +33,7 @@ describe('TFTP metrics', () => {
     expect(sample(text, 'ironring_tftp_transfers_active')).toBe(0);
   });
 
-  it('follows the server: completed and refused transfers appear at the next scrape', async () => {
+  it.skipIf(!CURL)('follows the server: completed and refused transfers appear at the next scrape', async () => {
     const metrics = new ConductorMetrics({ conductor: 'c1', conductor_group: 'rack-1' });
     metrics.watchTftp(() => fx.server.stats());
     const before = await metrics.registry.metrics();

@@ -3,40 +3,25 @@
  * `ipmitool`. Needs the Debian packages `ipmitool` and `python3-pyghmi` and the system python
  * (`/usr/bin/python3`; a pyenv python on PATH lacks Debian's modules).
  *
- * Like the PostgreSQL tests: when either is missing the tests fail under CI (`CI=true`) and are
- * skipped elsewhere with the reason printed.
+ * Like every test with a Debian peer (test/helpers/peers.ts): when either is missing the tests fail
+ * under CI (`CI=true`) and are skipped elsewhere with one line naming the package.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { requirePeer } from '../helpers/peers.js';
 
 export const SYSTEM_PYTHON = '/usr/bin/python3';
 const SCRIPT = fileURLToPath(new URL('./fixtures/bmc-sim.py', import.meta.url));
 
-function run(file: string, args: string[]): Promise<string | null> {
-  return new Promise((resolve) => {
-    execFile(file, args, { timeout: 10_000 }, (error, _stdout, stderr) => resolve(error === null ? null : `${file} ${args.join(' ')}: ${stderr.trim() || error.message}`));
-  });
-}
-
-let problem: Promise<string | null> | undefined;
-
-/** Null when ipmitool and pyghmi are there; otherwise what is missing. */
-export function bmcSimulatorProblem(): Promise<string | null> {
-  problem ??= (async () =>
-    (await run('ipmitool', ['-V'])) ??
-    (await run(SYSTEM_PYTHON, ['-c', 'import pyghmi.ipmi.bmc'])))();
-  return problem;
-}
-
-/** Whether the real-BMC tests run here; throws under CI when they cannot. */
-export async function bmcSimulatorAvailable(): Promise<boolean> {
-  const why = await bmcSimulatorProblem();
-  if (why === null) return true;
-  const hint = 'install the Debian packages ipmitool and python3-pyghmi';
-  if (process.env.CI === 'true') throw new Error(`the BMC simulator is required under CI but unavailable (${hint}): ${why}`);
-  console.warn(`skipping real-BMC tests (${hint}): ${why}`);
-  return false;
+/**
+ * Whether the real-BMC tests run here: both peers are checked (each missing one prints its own
+ * skip line naming its package); throws under CI when either is missing.
+ */
+export function bmcSimulatorAvailable(): Promise<boolean> {
+  const ipmitool = requirePeer('ipmitool', 'ipmitool');
+  const pyghmi = requirePeer(SYSTEM_PYTHON, 'python3-pyghmi');
+  return Promise.resolve(ipmitool && pyghmi);
 }
 
 /** A running simulator. */

@@ -60,6 +60,39 @@ describe('ironring node and port commands against ironring up', () => {
     expect(cli('node', 'show', 'cli-1').stderr).toBe(`ironring: 404 from ${url}/v1/nodes/cli-1: node cli-1 could not be found\n`);
   });
 
+  it('sets and resets every interface with node set / unset --<type>-interface', () => {
+    json('node', 'create', '--driver', 'fake-hardware', '--name', 'cli-if');
+    const set = json('node', 'set', 'cli-if', '--boot-interface', 'pxe', '--deploy-interface', 'ramdisk', '--console-interface', 'fake', '--inspect-interface', 'fake', '--rescue-interface', 'fake', '--vendor-interface', 'fake', '--network-interface', 'noop', '--power-interface', 'fake', '--management-interface', 'fake');
+    expect(set).toMatchObject({ boot_interface: 'pxe', deploy_interface: 'ramdisk', console_interface: 'fake', inspect_interface: 'fake', rescue_interface: 'fake', vendor_interface: 'fake', network_interface: 'noop', power_interface: 'fake', management_interface: 'fake' });
+    // The table names what changed.
+    const table = cli('node', 'set', 'cli-if', '--boot-interface', 'ipxe');
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/boot_interface\s*│?\s*ipxe/);
+
+    // An implementation the hardware type does not support: the API's 400 naming the valid ones, nothing stored.
+    const refused = cli('node', 'set', 'cli-if', '--power-interface', 'ipmitool');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^ironring: 400 from .*ipmitool.*fake/);
+    expect(json('node', 'show', 'cli-if')).toMatchObject({ power_interface: 'fake', boot_interface: 'ipxe' });
+
+    // unset goes back to the hardware type's defaults.
+    expect(json('node', 'unset', 'cli-if', '--boot-interface', '--deploy-interface')).toMatchObject({ boot_interface: 'fake', deploy_interface: 'fake' });
+    // And the hardware type itself, with interfaces it supports.
+    expect(json('node', 'set', 'cli-if', '--driver', 'ipmi', '--power-interface', 'ipmitool', '--management-interface', 'ipmitool', '--boot-interface', 'pxe', '--deploy-interface', 'ramdisk', '--console-interface', 'no-console', '--inspect-interface', 'no-inspect', '--rescue-interface', 'no-rescue', '--vendor-interface', 'no-vendor')).toMatchObject({ driver: 'ipmi', power_interface: 'ipmitool', boot_interface: 'pxe' });
+    expect(cli('node', 'delete', 'cli-if').code).toBe(0);
+  });
+
+  it('documents the interface flags in node set --help', () => {
+    const help = cli('node', 'set', '--help');
+    expect(help.code).toBe(0);
+    for (const type of ['boot', 'console', 'deploy', 'inspect', 'management', 'network', 'power', 'rescue', 'vendor']) {
+      expect(help.stdout).toMatch(new RegExp(`--${type}-interface <name> +${type} interface implementation: `));
+    }
+    expect(help.stdout).toContain('--driver <driver>');
+    expect(help.stdout).toContain('docs/driver-fields.md');
+    expect(cli('node', 'unset', '--help').stdout).toMatch(/--boot-interface +reset the boot interface to the hardware type's/);
+  });
+
   it('answers bad flags with one line and exit code 2', () => {
     const res = cli('node', 'create', '--driver', 'fake-hardware', '--property', 'novalue');
     expect(res.code).toBe(2);

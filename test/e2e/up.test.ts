@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
 import type { CliProcess } from '../helpers/cli.js';
+import { requirePeer } from '../helpers/peers.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 
 const engines = await testEngines();
@@ -37,7 +38,8 @@ async function startUp(args: string[]): Promise<{ proc: CliProcess; base: string
 }
 
 describe('ironring up', () => {
-  it('creates its data directory, serves /v1 and /healthz, and exits 0 on SIGTERM', async () => {
+  // TFTP is checked with a real client, curl.
+  it.skipIf(!requirePeer('curl', 'curl'))('creates its data directory, serves /v1 and /healthz, and exits 0 on SIGTERM', async () => {
     const dataDir = path.join(dir, 'state');
     const { proc, base } = await startUp(['--data-dir', dataDir]);
     expect(proc.stdout()).toContain(`data directory: ${dataDir}`);

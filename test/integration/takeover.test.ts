@@ -17,13 +17,15 @@ import { createTestDatabase, testEngines } from '../helpers/databases.js';
 import type { TestDatabase } from '../helpers/databases.js';
 import { checkInvariants, pxelinuxPath, seedDeployedNodes, tftpGet, writeTestImages } from '../helpers/takeover.js';
 import type { InvariantReport, SeededNode, TestImages } from '../helpers/takeover.js';
+import { requirePeer } from '../helpers/peers.js';
 
 const engines = (await testEngines()).filter((e) => e === 'postgres');
 const REPLICAS = 2;
 // What the conductors use at their defaults (`conductorRingOptions`): balanced mode with its own points per host.
 const RING = { mode: 'balanced' as const };
 
-describe.skipIf(engines.length === 0)('take-over: conductors keep boot state on the ring owner (PostgreSQL)', { timeout: 120_000 }, () => {
+// Boot files are fetched from their conductors with a real TFTP client, curl.
+describe.skipIf(engines.length === 0 || !requirePeer('curl', 'curl'))('take-over: conductors keep boot state on the ring owner (PostgreSQL)', { timeout: 120_000 }, () => {
   let target: TestDatabase;
   let store: Store;
   let work: string;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { HashRing } from '../../src/ring/index.js';
 
-/** The shape of ../shared/vectors/tooz-hashring.json, recorded from Debian's python3-tooz 3.1.0. */
+/** The shape of test/fixtures/tooz/hashring.json, recorded from Debian's python3-tooz 3.1.0 (see its README). */
 interface ToozVectors {
   cases: {
     hosts: { name: string; weight: number }[];
@@ -12,7 +12,8 @@ interface ToozVectors {
   }[];
 }
 
-const VECTORS_PATH = new URL('../../../shared/vectors/tooz-hashring.json', import.meta.url);
+// A fixture of this repository: tests never read files from outside it (a fresh clone has no ../shared).
+const VECTORS_PATH = new URL('../fixtures/tooz/hashring.json', import.meta.url);
 const vectors = JSON.parse(readFileSync(VECTORS_PATH, 'utf8')) as ToozVectors;
 
 describe('tooz mode reproduces tooz.hashring.HashRing', () => {

@@ -4,6 +4,10 @@
  */
 import { Command, Option } from 'commander';
 import { UsageError } from '../../common/errors.js';
+import { FAKE_HARDWARE } from '../../drivers/fake/fake-hardware.js';
+import { INTERFACE_TYPES, interfaceField } from '../../drivers/hardware-type.js';
+import type { InterfaceType } from '../../drivers/hardware-type.js';
+import { IPMI_HARDWARE } from '../../drivers/ipmi/ipmi-hardware.js';
 import { apiRequest, clientContext, withClientOptions } from '../client.js';
 import { emit, renderRecord, renderTable } from '../output.js';
 
@@ -46,6 +50,19 @@ async function waitFor(base: string, ident: string, done: (n: NodeJson) => boole
     if (Date.now() > deadline) throw new UsageError(`node ${ident} did not finish within ${seconds} s (now ${node.provision_state})`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** `--boot-interface` and the like: the flag, its commander key and the node field it patches. */
+const INTERFACE_FLAGS = INTERFACE_TYPES.map((type) => ({
+  type,
+  flag: `${type}-interface`,
+  key: `${type}Interface`,
+  field: interfaceField(type),
+}));
+
+/** "pxe, ipxe (ipmi); fake, pxe, ipxe (fake-hardware)": the names `--<type>-interface` accepts, from the hardware types. */
+function interfaceChoices(type: InterfaceType): string {
+  return [IPMI_HARDWARE, FAKE_HARDWARE].map((h) => `${h.supported[type].join(', ')} (${h.name})`).join('; ');
 }
 
 const PROVISION: Array<[string, string, string, string]> = [
@@ -130,29 +147,39 @@ export function nodeCommand(): Command {
     });
 
   for (const [verb, op] of [['set', 'add'], ['unset', 'remove']] as const) {
-    withClientOptions(node.command(verb).description(verb === 'set' ? 'change node fields' : 'remove node fields').argument('<node>', 'node uuid or name'))
+    const cmd = withClientOptions(node.command(verb).description(verb === 'set' ? 'change node fields' : 'remove node fields').argument('<node>', 'node uuid or name'))
       .option('--name' + (verb === 'set' ? ' <name>' : ''), verb === 'set' ? 'new name' : 'remove the name')
       .option('--resource-class' + (verb === 'set' ? ' <class>' : ''), 'resource class')
       .option('--conductor-group' + (verb === 'set' ? ' <group>' : ''), 'conductor group')
       .option(`--driver-info <${verb === 'set' ? 'key=value' : 'key'}>`, 'driver_info entry (repeatable)', collect)
       .option(`--property <${verb === 'set' ? 'key=value' : 'key'}>`, 'properties entry (repeatable)', collect)
       .option(`--extra <${verb === 'set' ? 'key=value' : 'key'}>`, 'extra entry (repeatable)', collect)
-      .option(`--instance-info <${verb === 'set' ? 'key=value' : 'key'}>`, 'instance_info entry (repeatable)', collect)
-      .action(async (ident: string, opts: Record<string, string | string[] | boolean | undefined>, command: Command) => {
-        const { base, format } = clientContext(command);
-        const patch: Array<Record<string, unknown>> = [];
-        for (const [flag, field] of [['name', 'name'], ['resourceClass', 'resource_class'], ['conductorGroup', 'conductor_group']] as const) {
-          const v = opts[flag];
-          if (v === undefined) continue;
-          patch.push(op === 'remove' ? { op: 'remove', path: `/${field}` } : { op: 'add', path: `/${field}`, value: v });
-        }
-        for (const [flag, field] of [['driverInfo', 'driver_info'], ['property', 'properties'], ['extra', 'extra'], ['instanceInfo', 'instance_info']] as const) {
-          patch.push(...keyValues(field, opts[flag] as string[] | undefined, op));
-        }
-        if (patch.length === 0) throw new UsageError(`node ${verb}: name at least one field to ${verb === 'set' ? 'change' : 'remove'}`);
-        const n = await apiRequest<NodeJson>(base, 'PATCH', `/v1/nodes/${encodeURIComponent(ident)}`, patch);
-        emit(format, n, () => renderRecord({ uuid: n.uuid, name: n.name, driver_info: n.driver_info, properties: n.properties, extra: n.extra }));
-      });
+      .option(`--instance-info <${verb === 'set' ? 'key=value' : 'key'}>`, 'instance_info entry (repeatable)', collect);
+    if (verb === 'set') cmd.option('--driver <driver>', 'change the hardware type (ipmi, fake-hardware)');
+    for (const { type, flag } of INTERFACE_FLAGS) {
+      cmd.option(
+        verb === 'set' ? `--${flag} <name>` : `--${flag}`,
+        verb === 'set' ? `${type} interface implementation: ${interfaceChoices(type)}` : `reset the ${type} interface to the hardware type's default`,
+      );
+    }
+    if (verb === 'set') cmd.addHelpText('after', '\nThe keys each interface reads from driver_info and instance_info: docs/driver-fields.md.');
+    cmd.action(async (ident: string, opts: Record<string, string | string[] | boolean | undefined>, command: Command) => {
+      const { base, format } = clientContext(command);
+      const patch: Array<Record<string, unknown>> = [];
+      const scalars = [['name', 'name'], ['resourceClass', 'resource_class'], ['conductorGroup', 'conductor_group'], ['driver', 'driver'], ...INTERFACE_FLAGS.map((f) => [f.key, f.field] as const)] as const;
+      for (const [flag, field] of scalars) {
+        const v = opts[flag];
+        if (v === undefined) continue;
+        patch.push(op === 'remove' ? { op: 'remove', path: `/${field}` } : { op: 'add', path: `/${field}`, value: v });
+      }
+      for (const [flag, field] of [['driverInfo', 'driver_info'], ['property', 'properties'], ['extra', 'extra'], ['instanceInfo', 'instance_info']] as const) {
+        patch.push(...keyValues(field, opts[flag] as string[] | undefined, op));
+      }
+      if (patch.length === 0) throw new UsageError(`node ${verb}: name at least one field to ${verb === 'set' ? 'change' : 'remove'}`);
+      const n = await apiRequest<NodeJson>(base, 'PATCH', `/v1/nodes/${encodeURIComponent(ident)}`, patch);
+      const changed = Object.fromEntries(scalars.filter(([flag]) => opts[flag] !== undefined && flag !== 'name').map(([, field]) => [field, n[field]]));
+      emit(format, n, () => renderRecord({ uuid: n.uuid, name: n.name, ...changed, driver_info: n.driver_info, properties: n.properties, extra: n.extra }));
+    });
   }
 
   withClientOptions(node.command('delete').description('delete nodes (enroll, manageable or available ones)').argument('<nodes...>', 'node uuids or names'))

@@ -11,6 +11,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BACKOFF_MAX, CYCLE_BLOCKS, MEASURE_BLOCKS, NOTHING_YET, READ_FAILED, SpinPolicy, socketFd, spinRead } from '../../../src/boot/tftp/busy-poll.js';
 import { NODE_UUID, runClient, startFixture } from './helpers.js';
 import type { Fixture } from './helpers.js';
+import { requirePeer } from '../../helpers/peers.js';
+
+const CURL = requirePeer('curl', 'curl');
 
 const open: (Socket | Fixture)[] = [];
 afterEach(async () => {
@@ -145,7 +148,7 @@ describe('SpinPolicy', () => {
   });
 });
 
-describe('a server busy polling for a real client', () => {
+describe.skipIf(!CURL)('a server busy polling for a real client', () => {
   const kernel = `${NODE_UUID}/deploy_kernel`;
   const fetch = async (fx: Fixture): Promise<void> => {
     const res = await runClient('curl', ['-sS', '--fail', '--tftp-blksize', '1468', `tftp://127.0.0.1:${fx.port}/${kernel}`]);

@@ -8,6 +8,9 @@ import { nativeEngine, nativeEngineError } from '../../../src/boot/tftp/native-e
 import { startTftpServer } from '../../../src/boot/tftp/index.js';
 import { CONFIG, MAC_LINK, runClient, startFixture, until } from './helpers.js';
 import type { Fixture } from './helpers.js';
+import { requirePeer } from '../../helpers/peers.js';
+
+const CURL = requirePeer('curl', 'curl');
 
 describe('native TFTP engine', () => {
   it('is built and loads', () => {
@@ -31,7 +34,7 @@ describe('native TFTP engine', () => {
   });
 });
 
-describe('many short native transfers', () => {
+describe.skipIf(!CURL)('many short native transfers', () => {
   let fx: Fixture;
   beforeAll(async () => {
     fx = await startFixture({ engine: 'native' });

@@ -7,6 +7,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG, MAC_LINK, NODE_UUID, runClient, startFixture, TFTP_ENGINES, until } from './helpers.js';
 import type { Fixture } from './helpers.js';
+import { requirePeer } from '../../helpers/peers.js';
+
+const CURL = requirePeer('curl', 'curl');
+const TFTP_HPA = requirePeer('tftp', 'tftp-hpa');
+const ATFTP = requirePeer('atftp', 'atftp');
 
 describe.each(TFTP_ENGINES)('%s engine', (engine) => {
   const KERNEL = `${NODE_UUID}/deploy_kernel`;
@@ -23,7 +28,7 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
     return runClient('curl', ['-sS', '--fail', ...extra, `tftp://127.0.0.1:${fx.port}/${file}`]);
   }
 
-  describe('curl', () => {
+  describe.skipIf(!CURL)('curl', () => {
     it('fetches a per-MAC config through a symlink inside the root', async () => {
       const res = await curl(MAC_LINK);
       expect(res.code).toBe(0);
@@ -63,7 +68,7 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
     });
   });
 
-  describe('IPv6', () => {
+  describe.skipIf(!CURL)('IPv6', () => {
     it('serves on [::1] to curl', async () => {
       const v6 = await startFixture({ engine, address: '[::1]:0' });
       try {
@@ -77,7 +82,7 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
     });
   });
 
-  describe('tftp-hpa client', () => {
+  describe.skipIf(!TFTP_HPA)('tftp-hpa client', () => {
     it('fetches the kernel in binary mode and the per-MAC config', async () => {
       const dest = path.join(fx.dir, 'hpa-kernel');
       const res = await runClient('tftp', ['127.0.0.1', String(fx.port), '-m', 'binary', '-c', 'get', KERNEL, dest]);
@@ -104,7 +109,7 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
     });
   });
 
-  describe('atftp', () => {
+  describe.skipIf(!ATFTP)('atftp', () => {
     it.each([
       ['blksize 1468'],
       ['blksize 1468', 'windowsize 16'],
