@@ -10,6 +10,8 @@
  */
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { installListenerAuth } from '../auth/listener-auth.js';
+import { conductorListenerRoutes, prepareRpcCredentials } from '../auth/rpc-auth.js';
 import { ClusterView } from '../cluster/cluster-view.js';
 import { releaseDeadReservations } from '../cluster/dead-locks.js';
 import { assertNotRunning, heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
@@ -149,6 +151,8 @@ export class Conductor {
 
   async start(): Promise<void> {
     const { config, store } = this.deps;
+    // First: a conductor that would expose an unauthenticated RPC endpoint does not start at all.
+    prepareRpcCredentials(config, this.log);
     await assertNotRunning(store, this.hostname, config.conductor.heartbeat_timeout);
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     const boot = this.boot;
@@ -281,6 +285,8 @@ export class Conductor {
   private buildRpc(): FastifyInstance {
     const app = Fastify({ loggerInstance: this.log.child({ component: 'rpc' }) as FastifyBaseLogger, disableRequestLogging: true, bodyLimit: 1024 * 1024 });
     installErrorHandling(app);
+    // Every route, RPC or not, passes the gate; HMAC signs the body, so it is kept raw.
+    installListenerAuth(app, conductorListenerRoutes(this.deps.config), { keepRawBody: true });
     app.get('/v1/status', async () => this.status());
     app.get('/metrics', async (_request, reply) => {
       reply.header('content-type', this.metrics.registry.contentType);
