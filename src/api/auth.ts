@@ -22,6 +22,6 @@ const PUBLIC_PATHS = new Set(['/', '/v1', '/v1/', '/healthz']);
 export function installBasicAuth(app: FastifyInstance, config: Config, authenticator?: BasicAuthenticator): BasicAuthenticator {
   const auth = authenticator ?? basicAuthenticator(config, config.DEFAULT.http_basic_auth_user_file, 'http_basic_auth_user_file');
   const guarded = [auth];
-  installListenerAuth(app, (path) => (PUBLIC_PATHS.has(path) ? [] : guarded));
+  installListenerAuth(app, (path) => (PUBLIC_PATHS.has(path) ? [] : guarded), { subject: 'this API' });
   return auth;
 }

@@ -50,7 +50,8 @@ function refuse(reply: FastifyReply, refusal: AuthRefusal, challenges: readonly 
  * Adds the gate to `app`. Installed before the routes; for body-signing schemes it also keeps the
  * raw JSON body (fastify's own JSON parser does the parsing, with its prototype-poisoning checks).
  */
-export function installListenerAuth(app: FastifyInstance, routes: AuthRoutes, options: { keepRawBody?: boolean } = {}): void {
+export function installListenerAuth(app: FastifyInstance, routes: AuthRoutes, options: { keepRawBody?: boolean; subject?: string } = {}): void {
+  const subject = options.subject ?? 'this endpoint';
   app.decorateRequest('authenticatedBy', null);
   app.decorateRequest('rawBody', null);
   if (options.keepRawBody) {
@@ -69,7 +70,7 @@ export function installListenerAuth(app: FastifyInstance, routes: AuthRoutes, op
     if (by === undefined) {
       const message = header
         ? 'the credentials are not valid'
-        : `authentication required: this endpoint uses ${needed.map((a) => a.describe).join(' or ')}`;
+        : `authentication required: ${subject} uses ${needed.map((a) => a.describe).join(' or ')}`;
       return refuse(reply, { status: 401, message }, needed);
     }
     const refusal = await by.check(request, header);

@@ -44,7 +44,7 @@ describe('ironring up', () => {
     expect(proc.stdout()).toContain(`database:       sqlite://${dataDir}/ironring.db`);
     expect(existsSync(path.join(dataDir, 'ironring.db'))).toBe(true);
 
-    expect(proc.stdout()).toMatch(/conductor: +aio \(RPC http:\/\/127\.0\.0\.1:\d+\)/);
+    expect(proc.stdout()).toMatch(/conductor: +aio \(RPC http:\/\/127\.0\.0\.1:\d+, signed with \S+rpc-secret\)/);
 
     // The conductor's boot servers serve its data directory: TFTP with a real client, HTTP with fetch.
     const boot = /boot: +TFTP 127\.0\.0\.1:(\d+), HTTP (http:\/\/127\.0\.0\.1:\d+)/.exec(proc.stdout())!;
