@@ -4,6 +4,7 @@
  * `/v1/reconcile` are guarded like the API's own routes (public under the API's `noauth`, its
  * htpasswd users under `http_basic`), and RPC callers may read them too.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { ConfigError } from '../common/errors.js';
 import type { Logger } from '../common/logger.js';
@@ -45,6 +46,7 @@ export function isLoopbackAddress(address: string): boolean {
 export function prepareRpcCredentials(config: Config, logger: Logger): void {
   const { json_rpc: rpc, conductor } = config;
   const loopback = isLoopbackAddress(conductor.rpc_address);
+  rpcServerTls(config);
   if (rpc.auth_strategy === 'noauth') {
     logger.warn(
       { rpc_address: conductor.rpc_address },
@@ -108,4 +110,26 @@ export function rpcClientCredentials(config: Config): RpcCredentials {
     secret ??= readSecret(rpc.secret_file);
     return signRequest(secret, method, url, body);
   };
+}
+
+/** Reads a PEM file named by a `[json_rpc]` option; a `ConfigError` naming the option when it cannot. */
+function readPem(file: string, option: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new ConfigError(`[json_rpc] ${option} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)}); it is needed because [json_rpc] use_ssl is on`, file, `json_rpc.${option}`);
+  }
+}
+
+/** The conductor's TLS key and certificate when `[json_rpc] use_ssl` is on, else null. */
+export function rpcServerTls(config: Config): { key: Buffer; cert: Buffer } | null {
+  const rpc = config.json_rpc;
+  if (!rpc.use_ssl) return null;
+  return { key: readPem(rpc.key_file, 'key_file'), cert: readPem(rpc.cert_file, 'cert_file') };
+}
+
+/** CA certificates an API trusts for https:// conductors: `[json_rpc] cafile` when it exists, else undefined (the system's). */
+export function rpcClientCa(config: Config): Buffer | undefined {
+  const file = config.json_rpc.cafile;
+  return existsSync(file) ? readPem(file, 'cafile') : undefined;
 }

@@ -228,6 +228,29 @@ export const OPTIONS = {
       description: "Password the API sends to conductors under 'http_basic'.",
       secret: true,
     },
+    use_ssl: {
+      type: { kind: 'boolean' },
+      default: false,
+      description: 'Serve RPC over TLS with cert_file and key_file (the conductor publishes an https:// rpc_url; callers follow it).',
+    },
+    cert_file: {
+      type: { kind: 'string' },
+      default: 'rpc-tls.crt',
+      path: 'data_dir',
+      description: "PEM certificate (chain) of this conductor's RPC endpoint, when use_ssl is on.",
+    },
+    key_file: {
+      type: { kind: 'string' },
+      default: 'rpc-tls.key',
+      path: 'data_dir',
+      description: 'PEM private key of cert_file, when use_ssl is on.',
+    },
+    cafile: {
+      type: { kind: 'string' },
+      default: 'rpc-ca.crt',
+      path: 'data_dir',
+      description: "PEM CA certificates an API trusts for https:// conductors; when the file does not exist, the system's CAs.",
+    },
   },
   api_database: {
     url: {

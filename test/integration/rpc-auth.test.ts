@@ -4,7 +4,9 @@
  * BMC password; the conductor's /metrics and status follow the API's auth; a conductor on a
  * non-loopback address without credentials does not start.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import bcrypt from 'bcryptjs';
@@ -191,6 +193,53 @@ describe('a standalone conductor that would expose RPC without credentials', () 
       await proc.waitForOutput(/RPC at http:\/\/\S+ \(auth noauth\)/, 30_000);
       expect(proc.stdout() + proc.stderr()).toMatch(/auth_strategy = \\?"noauth\\?": anyone who can reach/);
     } finally {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('conductor RPC over TLS ([json_rpc] use_ssl)', () => {
+  it('publishes an https:// RPC URL, which the API calls verifying [json_rpc] cafile; unsigned calls still get 401', async (ctx) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ironring-rpc-tls-'));
+    const dataDir = path.join(dir, 'data');
+    mkdirSync(dataDir);
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', path.join(dataDir, 'rpc-tls.key'), '-out', path.join(dataDir, 'rpc-tls.crt')], { encoding: 'utf8' });
+    if (made.error) {
+      if (process.env.CI === 'true') throw new Error(`openssl required under CI: ${made.error.message}`);
+      console.warn('skipping the RPC TLS test: install the Debian package openssl');
+      ctx.skip();
+    }
+    copyFileSync(path.join(dataDir, 'rpc-tls.crt'), path.join(dataDir, 'rpc-ca.crt'));
+    const url = `sqlite://${path.join(dir, 'tls.db')}`;
+    expect(runCli(['manage', 'db', 'migrate', '--database', url]).code).toBe(0);
+    const proc = startCli(['conductor', '--host', 'tls-c1', '--database', url, '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--data-dir', dataDir], {
+      env: { IRONRING_JSON_RPC_USE_SSL: 'true' },
+    });
+    const store = await openDatabase(url);
+    const config = loadConfig({ env: { IRONRING_DATA_DIR: dataDir } }).config;
+    const api = buildApi({ store, config, logger: createLogger({ level: 'silent', pretty: false }) });
+    try {
+      const rpcUrl = (await proc.waitForOutput(/RPC at (https:\/\/127\.0\.0\.1:\d+)/, 30_000))[1]!;
+      const created = await api.inject({ method: 'POST', url: '/v1/nodes', headers: H, payload: { driver: 'fake-hardware' } });
+      const { uuid } = created.json<{ uuid: string }>();
+      const unsigned = await new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(`${rpcUrl}/v1/rpc/nodes/${uuid}/destroy`, { method: 'POST', ca: readFileSync(path.join(dataDir, 'rpc-ca.crt')) }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(unsigned).toBe(401);
+      const put = await api.inject({ method: 'PUT', url: `/v1/nodes/${uuid}/maintenance`, headers: H, payload: { reason: 'over tls' } });
+      expect(put.statusCode, put.body).toBe(202);
+      expect((await store.db.selectFrom('nodes').select('maintenance_reason').where('uuid', '=', uuid).executeTakeFirst())?.maintenance_reason).toBe('over tls');
+    } finally {
+      await api.close();
+      await store.close();
       proc.child.kill('SIGTERM');
       await proc.exited;
       rmSync(dir, { recursive: true, force: true });
