@@ -154,6 +154,11 @@ describe('conductor RPC authentication through a real `ironring conductor`', () 
 
     for (const body of bodies) expect(body).not.toContain(PASSWORD);
     expect(bodies.join('\n')).not.toMatch(/ipmi_password/);
+
+    // A body-less signed call (destroy) works too.
+    const deleted = await api.inject({ method: 'DELETE', url: `/v1/nodes/${uuid}`, headers: H });
+    expect(deleted.statusCode, deleted.body).toBe(204);
+    expect(await row()).toBeUndefined();
   });
 
   it('guards the conductor\'s /metrics and /v1/status like the API: its users, or RPC callers', async () => {
