@@ -67,6 +67,7 @@ export interface BasicAuthOptions {
 const VERIFIED_TTL_MS = 5 * 60_000;
 const VERIFIED_MAX = 1000;
 
+/** HTTP Basic against htpasswd users: one off-loop password check per attempt, limited per client address. */
 export class BasicAuthenticator implements Authenticator {
   readonly challenge: string;
   readonly describe = 'HTTP Basic authentication';

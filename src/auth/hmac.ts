@@ -86,6 +86,7 @@ export interface HmacOptions {
 /** Nonces remembered at most; past it, requests are refused until old ones expire (a flood is bounded). */
 const MAX_NONCES = 100_000;
 
+/** Checks HMAC-signed requests: signature, replay window, single use of each nonce, then the body digest. */
 export class HmacAuthenticator implements Authenticator {
   readonly challenge = HMAC_SCHEME;
   readonly describe = 'requests signed with the shared secret of [json_rpc] secret_file';

@@ -24,6 +24,7 @@ export interface LoginLimiterOptions {
 /** Addresses remembered before expired entries are swept (a flood from many addresses stays bounded). */
 const SWEEP_ABOVE = 10_000;
 
+/** Failed-login bookkeeping per client address, bounded in memory. */
 export class LoginLimiter {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: Clock;

@@ -48,6 +48,7 @@ interface Slot {
   job: Job | undefined;
 }
 
+/** A fixed set of worker threads comparing bcrypt hashes, fed from a bounded queue. */
 export class PasswordPool {
   private readonly slots: Slot[] = [];
   private readonly waiting: Job[] = [];
