@@ -1,8 +1,12 @@
 /**
  * Sends node work to the conductor the ring gives the node to, over its RPC endpoint, and passes
  * the conductor's answer on — errors with their status and message. No live conductor for the
- * node's group → 503.
+ * node's group → 503. Every call carries the RPC credentials of `[json_rpc] auth_strategy`.
  */
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { rpcClientCa, rpcClientCredentials } from '../auth/rpc-auth.js';
+import type { RpcCredentials } from '../auth/rpc-auth.js';
 import { ownerLookup } from '../cluster/placement.js';
 import { conductorRingOptions } from '../cluster/ring-options.js';
 import { IronringError, NoLiveConductor } from '../common/errors.js';
@@ -21,10 +25,16 @@ export class ConductorError extends IronringError {
 }
 
 export class ConductorRouter {
+  private readonly credentials: RpcCredentials;
+  /** CA certificates for https:// conductors, read on first use. */
+  private ca: { value: Buffer | undefined } | undefined;
+
   constructor(
     private readonly store: Store,
     private readonly config: Config,
-  ) {}
+  ) {
+    this.credentials = rpcClientCredentials(config);
+  }
 
   /** Calls `method /v1/rpc/nodes/<uuid>/<action>` on the node's owner; resolves to its JSON answer. */
   async call<T>(node: Pick<NodeRow, 'uuid' | 'conductor_group'>, method: 'GET' | 'POST', action: string, body?: unknown): Promise<T> {
@@ -36,21 +46,54 @@ export class ConductorRouter {
     }
     const base = lookup.rpcUrl(owner);
     if (!base) throw new NoLiveConductor(`conductor ${owner}, which owns node ${node.uuid}, publishes no RPC address`);
-    let res: Response;
+    const url = `/v1/rpc/nodes/${node.uuid}/${action}`;
+    const payload = body === undefined ? '' : JSON.stringify(body);
+    let auth: Record<string, string>;
     try {
-      res = await fetch(`${base}/v1/rpc/nodes/${node.uuid}/${action}`, {
+      auth = this.credentials(method, url, payload);
+    } catch (err) {
+      // A missing secret is the operator's to fix; the caller sees why, never a 500.
+      throw new NoLiveConductor(`cannot call conductor ${owner}, which owns node ${node.uuid}: ${(err as Error).message}`);
+    }
+    let res: { status: number; text: string };
+    try {
+      res = await send(`${base}${url}`, {
         method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(30_000),
+        headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: payload,
+        ca: base.startsWith('https:') ? (this.ca ??= { value: rpcClientCa(this.config) }).value : undefined,
       });
     } catch (err) {
       throw new NoLiveConductor(`conductor ${owner} (${base}), which owns node ${node.uuid}, did not answer: ${(err as Error).message}`);
     }
-    const text = await res.text();
-    if (!res.ok) throw new ConductorError(res.status, faultstring(text));
+    const { text } = res;
+    if (res.status === 401) {
+      // The caller's request was fine; this API and the conductor disagree on credentials.
+      throw new NoLiveConductor(`conductor ${owner} (${base}) refused this API's RPC credentials (${faultstring(text)}); every API and conductor needs the same [json_rpc] settings`);
+    }
+    if (res.status >= 400) throw new ConductorError(res.status, faultstring(text));
     return (text ? JSON.parse(text) : {}) as T;
   }
+}
+
+/**
+ * One HTTP(S) request with a 30 s limit. Not `fetch`: it cannot be given the CA file an https://
+ * conductor's certificate is checked against.
+ */
+function send(url: string, options: { method: string; headers: Record<string, string>; body: string; ca: Buffer | undefined }): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const requestOptions = { method: options.method, headers: options.headers, timeout: 30_000, ...(options.ca ? { ca: options.ca } : {}) };
+    const req = (target.protocol === 'https:' ? httpsRequest : httpRequest)(target, requestOptions, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 30 s')));
+    req.on('error', reject);
+    req.end(options.body === '' ? undefined : options.body);
+  });
 }
 
 function faultstring(body: string): string {

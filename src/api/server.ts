@@ -61,7 +61,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
   // Set for every request by the hook below; fastify wants reference-type decorations to start null.
   app.decorateRequest('apiVersion', null as unknown as Microversion);
 
-  if (config.DEFAULT.auth_strategy === 'http_basic') installBasicAuth(app, config.DEFAULT.http_basic_auth_user_file);
+  if (config.DEFAULT.auth_strategy === 'http_basic') installBasicAuth(app, config);
 
   // Microversion negotiation for everything under /v1: the answer always says which range is served.
   app.addHook('onRequest', async (request, reply) => {

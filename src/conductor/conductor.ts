@@ -10,6 +10,8 @@
  */
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { installListenerAuth } from '../auth/listener-auth.js';
+import { conductorListenerRoutes, prepareRpcCredentials, rpcServerTls } from '../auth/rpc-auth.js';
 import { ClusterView } from '../cluster/cluster-view.js';
 import { releaseDeadReservations } from '../cluster/dead-locks.js';
 import { assertNotRunning, heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
@@ -149,6 +151,8 @@ export class Conductor {
 
   async start(): Promise<void> {
     const { config, store } = this.deps;
+    // First: a conductor that would expose an unauthenticated RPC endpoint does not start at all.
+    prepareRpcCredentials(config, this.log);
     await assertNotRunning(store, this.hostname, config.conductor.heartbeat_timeout);
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     const boot = this.boot;
@@ -172,7 +176,9 @@ export class Conductor {
   private async startMembership(): Promise<void> {
     const { store, config } = this.deps;
     this.rpc = this.buildRpc();
-    this.rpcUrl = await listenFastify(this.rpc, config.conductor.rpc_address, 'conductor RPC endpoint', '--rpc-address or [conductor] rpc_address');
+    const url = await listenFastify(this.rpc, config.conductor.rpc_address, 'conductor RPC endpoint', '--rpc-address or [conductor] rpc_address');
+    // Published as https:// under use_ssl: callers take the scheme from the conductor row.
+    this.rpcUrl = config.json_rpc.use_ssl ? url.replace(/^http:/, 'https:') : url;
     try {
       this.conductorId = await registerConductor(store, this.registration(), config.conductor.heartbeat_timeout);
       const released = await releaseReservationsOf(store, this.hostname, { by: this.hostname, reason: 'conductor restarted' });
@@ -279,8 +285,17 @@ export class Conductor {
   }
 
   private buildRpc(): FastifyInstance {
-    const app = Fastify({ loggerInstance: this.log.child({ component: 'rpc' }) as FastifyBaseLogger, disableRequestLogging: true, bodyLimit: 1024 * 1024 });
+    const tls = rpcServerTls(this.deps.config);
+    // The https server type differs only in its socket; the routes and hooks are the same.
+    const app = Fastify({
+      loggerInstance: this.log.child({ component: 'rpc' }) as FastifyBaseLogger,
+      disableRequestLogging: true,
+      bodyLimit: 1024 * 1024,
+      ...(tls ? { https: tls } : {}),
+    }) as unknown as FastifyInstance;
     installErrorHandling(app);
+    // Every route, RPC or not, passes the gate; HMAC signs the body, so it is kept raw.
+    installListenerAuth(app, conductorListenerRoutes(this.deps.config), { keepRawBody: true });
     app.get('/v1/status', async () => this.status());
     app.get('/metrics', async (_request, reply) => {
       reply.header('content-type', this.metrics.registry.contentType);

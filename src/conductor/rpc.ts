@@ -2,17 +2,35 @@
  * The conductor's RPC endpoint: what the API asks of the conductor that owns a node. JSON over HTTP
  * at the `rpc_url` the conductor publishes; errors travel in the API's error format with their
  * status, so the API passes them on unchanged (NodeLocked → 409, InvalidStateTransition → 400 …).
+ * Every route needs the RPC credentials (src/auth/rpc-auth.ts), and no answer carries a node's
+ * JSON fields: BMC passwords are write-only outside the conductor that uses them.
  */
 import type { FastifyInstance } from 'fastify';
 import { InvalidParameter } from '../common/errors.js';
 import { parsePatch } from '../nodes/node-patch.js';
+import type { NodeRow } from '../nodes/node-store.js';
 import { isProvisionAction } from '../nodes/states.js';
 import type { NodeOperations } from './node-operations.js';
 
 type Params = { Params: { uuid: string } };
 
+/**
+ * The fields of a node an RPC answer may carry: its identity and states. An allow-list, not a
+ * mask — `driver_info`, `instance_info`, `driver_internal_info` and any column added later stay out
+ * (the API reads the row itself and masks what it shows).
+ */
+export const RPC_NODE_FIELDS = [
+  'uuid', 'name', 'driver', 'conductor_group', 'provision_state', 'target_provision_state', 'power_state',
+  'target_power_state', 'maintenance', 'reservation', 'last_error', 'updated_at',
+] as const satisfies ReadonlyArray<keyof NodeRow>;
+
+/** A node as an RPC answer shows it: `RPC_NODE_FIELDS` only. */
+export function rpcNodeView(node: NodeRow): Pick<NodeRow, (typeof RPC_NODE_FIELDS)[number]> {
+  return Object.fromEntries(RPC_NODE_FIELDS.map((k) => [k, node[k]])) as Pick<NodeRow, (typeof RPC_NODE_FIELDS)[number]>;
+}
+
 export function rpcRoutes(app: FastifyInstance, ops: NodeOperations): void {
-  app.post<Params & { Body: unknown }>('/v1/rpc/nodes/:uuid/update', async (request) => ({ node: await ops.update(request.params.uuid, parsePatch(request.body)) }));
+  app.post<Params & { Body: unknown }>('/v1/rpc/nodes/:uuid/update', async (request) => ({ node: rpcNodeView(await ops.update(request.params.uuid, parsePatch(request.body))) }));
 
   app.post<Params>('/v1/rpc/nodes/:uuid/destroy', async (request) => {
     await ops.destroy(request.params.uuid);

@@ -108,6 +108,27 @@ export const OPTIONS = {
       default: 1000,
       description: 'Most items one list request returns; larger pages get a next link.',
     },
+    // Logins (http_basic here and on conductor listeners): checked off the event loop, limited per address.
+    login_failure_limit: {
+      type: { kind: 'integer', min: 0 },
+      default: 10,
+      description: 'Failed logins one client address may make within login_failure_window before it is answered 429 with Retry-After (0: no limit).',
+    },
+    login_failure_window: {
+      type: seconds(1),
+      default: 60,
+      description: 'Seconds a failed login counts against its client address.',
+    },
+    password_check_threads: {
+      type: { kind: 'integer', min: 1, max: 64 },
+      default: 2,
+      description: 'Worker threads checking bcrypt passwords, so that logins never stall the event loop.',
+    },
+    password_check_queue: {
+      type: { kind: 'integer', min: 1 },
+      default: 64,
+      description: 'Password checks that may wait for a thread; more are answered 503 with Retry-After.',
+    },
   },
   conductor: {
     conductor_group: {
@@ -169,6 +190,66 @@ export const OPTIONS = {
       type: { kind: 'integer', min: 0, max: 16 },
       default: 5,
       description: "In 'tooz' mode, each conductor gets 2**exponent points on the ring, as in Ironic.",
+    },
+  },
+  json_rpc: {
+    auth_strategy: {
+      type: { kind: 'enum', values: ['hmac', 'http_basic', 'noauth'] },
+      default: 'hmac',
+      description:
+        "Authentication of conductor RPC (/v1/rpc/…): 'hmac' (requests signed with secret_file), 'http_basic' (http_basic_auth_user_file; callers use username and password) or 'noauth' (anyone who reaches rpc_address may change any node; logged as a warning).",
+    },
+    secret_file: {
+      type: { kind: 'string' },
+      default: 'rpc-secret',
+      path: 'data_dir',
+      description:
+        "Shared secret signing RPC requests under 'hmac'; every API and conductor needs the same file. `ironring up`, and a conductor on a loopback rpc_address, create it (mode 0600) when missing; a conductor on any other address refuses to start without it.",
+    },
+    replay_window: {
+      type: seconds(1),
+      default: 300,
+      description: "Seconds a signed RPC request stays valid either side of the conductor's clock; a request is accepted once.",
+    },
+    http_basic_auth_user_file: {
+      type: { kind: 'string' },
+      default: 'htpasswd-json-rpc',
+      path: 'data_dir',
+      description: "Apache htpasswd file (bcrypt, `htpasswd -B`) of RPC callers under 'http_basic', as Ironic's [json_rpc] option.",
+    },
+    username: {
+      type: { kind: 'string' },
+      default: '',
+      description: "User the API sends to conductors under 'http_basic'.",
+    },
+    password: {
+      type: { kind: 'string' },
+      default: '',
+      description: "Password the API sends to conductors under 'http_basic'.",
+      secret: true,
+    },
+    use_ssl: {
+      type: { kind: 'boolean' },
+      default: false,
+      description: 'Serve RPC over TLS with cert_file and key_file (the conductor publishes an https:// rpc_url; callers follow it).',
+    },
+    cert_file: {
+      type: { kind: 'string' },
+      default: 'rpc-tls.crt',
+      path: 'data_dir',
+      description: "PEM certificate (chain) of this conductor's RPC endpoint, when use_ssl is on.",
+    },
+    key_file: {
+      type: { kind: 'string' },
+      default: 'rpc-tls.key',
+      path: 'data_dir',
+      description: 'PEM private key of cert_file, when use_ssl is on.',
+    },
+    cafile: {
+      type: { kind: 'string' },
+      default: 'rpc-ca.crt',
+      path: 'data_dir',
+      description: "PEM CA certificates an API trusts for https:// conductors; when the file does not exist, the system's CAs.",
     },
   },
   api_database: {

@@ -17,6 +17,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
 import { buildApi, listenApi } from '../api/server.js';
+import { ensureSecret } from '../auth/hmac.js';
 import { openDatabase } from '../db/connect.js';
 import type { Store } from '../db/connect.js';
 import { migrateDatabase } from '../db/migrate.js';
@@ -37,8 +38,8 @@ export interface RunningServices {
   /** The database URL, password masked. */
   database: string;
   apiUrl: string;
-  /** The in-process conductor's host name and RPC endpoint. */
-  conductor: { hostname: string; rpcUrl: string; tftp: string | null; http: string | null };
+  /** The in-process conductor's host name, RPC endpoint and how RPC callers authenticate. */
+  conductor: { hostname: string; rpcUrl: string; rpcAuth: string; tftp: string | null; http: string | null };
   /** Migrations this start applied, as `set/name`. */
   migrated: string[];
   /** The compute tier: API database (password masked), the cell and the in-process compute service host. */
@@ -54,6 +55,11 @@ export interface RunningServices {
  */
 export async function startAllInOne(config: Config, logger: Logger, defaults: { tftp: boolean; http: boolean } = { tftp: false, http: false }): Promise<RunningServices> {
   await mkdir(config.DEFAULT.data_dir, { recursive: true });
+  // The API and the conductor of this process share the RPC secret; made on first start, so the
+  // RPC port is never open to anyone who reaches it, whatever address it binds.
+  if (config.json_rpc.auth_strategy === 'hmac' && ensureSecret(config.json_rpc.secret_file).created) {
+    logger.info({ file: config.json_rpc.secret_file }, 'created the RPC secret ([json_rpc] secret_file); copy it to conductors and APIs that join this deployment');
+  }
   const store: Store = await openDatabase(config.database.url, {
     maxPoolSize: config.database.max_pool_size,
     connectTimeout: config.database.connect_timeout,
@@ -125,7 +131,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
       dataDir: config.DEFAULT.data_dir,
       database: store.displayUrl,
       apiUrl,
-      conductor: { hostname: started.hostname, rpcUrl: started.rpcUrl, ...started.bootEndpoints },
+      conductor: { hostname: started.hostname, rpcUrl: started.rpcUrl, rpcAuth: rpcAuthSummary(config), ...started.bootEndpoints },
       migrated,
       compute: {
         apiDatabase: apiStore.displayUrl,
@@ -140,6 +146,14 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     await stop();
     throw err;
   }
+}
+
+/** How RPC callers authenticate, for the start-up summary. */
+function rpcAuthSummary(config: Config): string {
+  const rpc = config.json_rpc;
+  if (rpc.auth_strategy === 'hmac') return `signed with ${rpc.secret_file}`;
+  if (rpc.auth_strategy === 'http_basic') return `http_basic, users in ${rpc.http_basic_auth_user_file}`;
+  return 'UNAUTHENTICATED (noauth)';
 }
 
 /** The cell this deployment's compute service belongs to, created on first start. */

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -46,7 +46,7 @@ describe('ironring up', () => {
     expect(proc.stdout()).toContain(`database:       sqlite://${dataDir}/ironring.db`);
     expect(existsSync(path.join(dataDir, 'ironring.db'))).toBe(true);
 
-    expect(proc.stdout()).toMatch(/conductor: +aio \(RPC http:\/\/127\.0\.0\.1:\d+\)/);
+    expect(proc.stdout()).toMatch(/conductor: +aio \(RPC http:\/\/127\.0\.0\.1:\d+, signed with \S+rpc-secret\)/);
 
     // The conductor's boot servers serve its data directory: TFTP with a real client, HTTP with fetch.
     const boot = /boot: +TFTP 127\.0\.0\.1:(\d+), HTTP (http:\/\/127\.0\.0\.1:\d+)/.exec(proc.stdout())!;
@@ -68,6 +68,31 @@ describe('ironring up', () => {
     expect(await proc.exited).toBe(0);
     expect(proc.stderr()).toContain('conductor stopped');
     await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+  });
+
+  it('creates an RPC secret (mode 0600) on first start: its RPC port refuses unsigned calls, its own API\'s calls work', async () => {
+    const { proc, base } = await startUp(['--data-dir', dir]);
+    const rpc = /conductor: +aio \(RPC (http:\/\/127\.0\.0\.1:\d+), signed with (\S+)\)/.exec(proc.stdout())!;
+    expect(rpc[2]).toBe(path.join(dir, 'rpc-secret'));
+    expect(statSync(rpc[2]!).mode & 0o777).toBe(0o600);
+    const secret = readFileSync(rpc[2]!, 'utf8');
+    const H = { 'X-OpenStack-Ironic-API-Version': 'latest', 'content-type': 'application/json' };
+    const created = await fetch(`${base}/v1/nodes`, { method: 'POST', headers: H, body: JSON.stringify({ driver: 'fake-hardware', driver_info: { ipmi_password: 'up-secret-pw' } }) });
+    const { uuid } = (await created.json()) as { uuid: string };
+    for (const action of ['destroy', 'maintenance', 'power', 'provision']) {
+      const res = await fetch(`${rpc[1]}/v1/rpc/nodes/${uuid}/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ maintenance: true, target: 'manage' }) });
+      expect(res.status, action).toBe(401);
+    }
+    expect((await fetch(`${base}/v1/nodes/${uuid}/maintenance`, { method: 'PUT', headers: H, body: JSON.stringify({ reason: 'ok' }) })).status).toBe(202);
+    const node = (await (await fetch(`${base}/v1/nodes/${uuid}`, { headers: H })).json()) as { maintenance: boolean };
+    expect(node.maintenance).toBe(true);
+    proc.child.kill('SIGTERM');
+    expect(await proc.exited).toBe(0);
+    // The next start keeps the secret (conductors and APIs that copied it stay valid).
+    const again = await startUp(['--data-dir', dir]);
+    expect(readFileSync(rpc[2]!, 'utf8')).toBe(secret);
+    again.proc.child.kill('SIGTERM');
+    expect(await again.proc.exited).toBe(0);
   });
 
   it('exits 0 on SIGINT and keeps its database for the next start', async () => {

@@ -26,7 +26,9 @@ export function conductorCommand(): Command {
         'heartbeat with the database clock, keep the hash ring of its group in line with the live conductors, ' +
         'and release locks of conductors whose heartbeat expired. Stops gracefully on SIGINT or SIGTERM: ' +
         'offline at once, waits up to graceful_shutdown_timeout for locked work, releases its locks; a second ' +
-        'signal exits at once. The schema must exist (`ironring manage db migrate`).',
+        'signal exits at once. The schema must exist (`ironring manage db migrate`). Every RPC request is ' +
+        'authenticated ([json_rpc] auth_strategy, default hmac with the shared [json_rpc] secret_file); on a ' +
+        'non-loopback --rpc-address the conductor refuses to start without credentials.',
     )
     .addOption(new Option('--host <name>', 'conductor host name, unique in the cluster (overrides host; default: this machine)'))
     .addOption(new Option('--group <group>', 'conductor group (overrides [conductor] conductor_group)'))
@@ -35,7 +37,8 @@ export function conductorCommand(): Command {
     .addOption(new Option('--tftp-address <host:port>', 'embedded TFTP server address (overrides [pxe] tftp_address)'))
     .addOption(new Option('--http-address <host:port>', 'embedded HTTP boot server address (overrides [deploy] http_address)'))
     .addOption(new Option('--data-dir <dir>', 'directory for boot files and the image cache (overrides data_dir)'))
-    .addHelpText('after', '\nExample (three conductors on one PostgreSQL database):\n  ironring conductor --host c1 --rpc-address 127.0.0.1:0 --database postgres://ironring@db/ironring')
+    .addHelpText('after', '\nExample (three conductors on one PostgreSQL database):\n  ironring conductor --host c1 --rpc-address 127.0.0.1:0 --database postgres://ironring@db/ironring' +
+        '\n(on other hosts: copy <data-dir>/rpc-secret from the first one, or point [json_rpc] secret_file at a shared copy)')
     .action(async (_opts: unknown, command: Command) => {
       const { config, logger } = commandContext(command, {
         host: 'DEFAULT.host',
@@ -65,7 +68,7 @@ export function conductorCommand(): Command {
         await running.start();
         process.stdout.write(
           `conductor ${running.hostname} is up (id ${running.id}, group ${JSON.stringify(running.group)}, ring version ${running.view.version}); ` +
-            `TFTP ${running.bootEndpoints.tftp ?? 'off'}, HTTP boot ${running.bootEndpoints.http ?? 'off'}; RPC at ${running.rpcUrl}\n`,
+            `TFTP ${running.bootEndpoints.tftp ?? 'off'}, HTTP boot ${running.bootEndpoints.http ?? 'off'}; RPC at ${running.rpcUrl} (auth ${config.json_rpc.auth_strategy})\n`,
         );
         await stopSignal;
         await running.stop();
