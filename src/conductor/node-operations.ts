@@ -11,7 +11,7 @@ import { acquireTask, withTask } from '../cluster/task.js';
 import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { automatedCleanSteps, BOOT_DEVICES, executeCleanStep, validateCleanSteps } from '../drivers/index.js';
+import { automatedCleanSteps, BOOT_DEVICES, executeCleanStep, PowerActionFailed, validateCleanSteps } from '../drivers/index.js';
 import type { BootDevice, CleanStepRequest, DriverTask, PowerState } from '../drivers/index.js';
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
@@ -316,7 +316,9 @@ export class NodeOperations {
     try {
       state = await power.getPowerState(driverTask);
     } catch (err) {
-      throw new Error(`Failed to get power state for node ${uuid}. Error: ${(err as Error).message}`, { cause: err });
+      // The BMC's own answer (ipmitool's, naming the BMC and the attempts) says more than our wrapper.
+      const cause = err instanceof PowerActionFailed && err.cause instanceof Error ? err.cause : (err as Error);
+      throw new Error(`Failed to get power state for node ${uuid}. Error: ${cause.message}`, { cause: err });
     }
     return { event: 'done', changes: { power_state: state } };
   }
