@@ -198,6 +198,32 @@ describe.skipIf(!available)('verbs through `ironring up`, ipmitool and a BMC sim
     expect(n.instance_info).toEqual({});
   }, 180_000);
 
+  it('keeps the instance_info set at enrolment through provide, and clears it at tear-down', async () => {
+    const instanceInfo = { image_source: 'http://images.example/disk.qcow2', root_gb: 10, capabilities: { boot_mode: 'uefi' } };
+    expect((await req('POST', '/v1/nodes', { name: 'keep-info', driver: 'fake-hardware', instance_info: instanceInfo })).status).toBe(201);
+    expect((await act('keep-info', { target: 'manage' })).status).toBe(202);
+    await settle('keep-info', 'manageable');
+    expect((await act('keep-info', { target: 'provide' })).status).toBe(202);
+    expect((await settle('keep-info', 'available')).instance_info).toEqual(instanceInfo);
+    expect((await act('keep-info', { target: 'active' })).status).toBe(202);
+    expect((await settle('keep-info', 'active')).instance_info).toEqual(instanceInfo);
+    expect((await act('keep-info', { target: 'deleted' })).status).toBe(202);
+    expect((await settle('keep-info', 'available')).instance_info).toEqual({});
+  }, 60_000);
+
+  it('records the power state of a fake node after manage, deploy and undeploy', async () => {
+    expect((await req('POST', '/v1/nodes', { name: 'fake-power', driver: 'fake-hardware' })).status).toBe(201);
+    expect((await node('fake-power')).power_state).toBeNull();
+    expect((await act('fake-power', { target: 'manage' })).status).toBe(202);
+    expect((await settle('fake-power', 'manageable')).power_state).toBe('power off');
+    expect((await act('fake-power', { target: 'provide' })).status).toBe(202);
+    await settle('fake-power', 'available');
+    expect((await act('fake-power', { target: 'active' })).status).toBe(202);
+    expect((await settle('fake-power', 'active')).power_state).toBe('power on');
+    expect((await act('fake-power', { target: 'deleted' })).status).toBe(202);
+    expect((await settle('fake-power', 'available')).power_state).toBe('power off');
+  }, 60_000);
+
   it('lets the fake interfaces succeed, and refuses no-inspect and no-rescue on fake-hardware too', async () => {
     expect((await req('POST', '/v1/nodes', { name: 'plain-fake', driver: 'fake-hardware' })).status).toBe(201);
     expect((await act('plain-fake', { target: 'manage' })).status).toBe(202);
