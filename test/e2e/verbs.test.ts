@@ -196,6 +196,16 @@ describe.skipIf(!available)('verbs through `ironring up`, ipmitool and a BMC sim
     expect(n.power_state).toBe('power off');
     expect(bmcPower()).toBe('Chassis Power is off');
     expect(n.instance_info).toEqual({});
+
+    // adopt works for ipmi through the ramdisk deploy's take-over: the instance's boot files are
+    // written and the power state is read from the BMC.
+    expect((await req('PATCH', '/v1/nodes/bmc', [
+      { op: 'add', path: '/instance_info', value: { kernel: `${imageBase}/vmlinuz`, kernel_checksum: sha('vmlinuz'), ramdisk: `${imageBase}/initrd`, ramdisk_checksum: sha('initrd') } },
+    ])).status).toBe(200);
+    expect((await act('bmc', { target: 'manage' })).status).toBe(202);
+    await settle('bmc', 'manageable');
+    expect((await act('bmc', { target: 'adopt' })).status).toBe(202);
+    expect(await settle('bmc', 'active')).toMatchObject({ power_state: 'power off', last_error: null });
   }, 180_000);
 
   it('keeps the instance_info set at enrolment through provide, and clears it at tear-down', async () => {
@@ -238,6 +248,14 @@ describe.skipIf(!available)('verbs through `ironring up`, ipmitool and a BMC sim
     await settle('all-fake', 'manageable');
     expect((await act('all-fake', { target: 'inspect' })).status).toBe(202);
     await settle('all-fake', 'manageable');
+    // clean_steps must be a list of {interface, step}, and only with clean.
+    const malformed = await act('all-fake', { target: 'clean', clean_steps: [{ interface: 'deploy' }] });
+    expect(malformed.status).toBe(400);
+    expect(fault(malformed.text)).toBe('clean_steps[0].step: required, a string');
+    const misplaced = await act('all-fake', { target: 'provide', clean_steps: [{ interface: 'deploy', step: 'erase_devices' }] });
+    expect(misplaced.status).toBe(400);
+    expect(fault(misplaced.text)).toBe('"clean_steps" is only valid when setting target provision state to clean');
+    expect((await node('all-fake')).provision_state).toBe('manageable');
     // A manual clean runs exactly the steps asked for, and says which ran.
     const steps = [{ interface: 'deploy', step: 'erase_devices_metadata' }];
     expect((await act('all-fake', { target: 'clean', clean_steps: steps })).status).toBe(202);
