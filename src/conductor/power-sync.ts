@@ -89,6 +89,8 @@ export class PowerSync {
   private running: Promise<PowerSyncReport> | null = null;
   private stopped = true;
   private halting = false;
+  /** Aborted by `stop`: a BMC that does not answer must not hold up a conductor's graceful stop. */
+  private readonly abort = new AbortController();
   private readonly log: Logger;
 
   constructor(private readonly options: PowerSyncOptions) {
@@ -105,6 +107,7 @@ export class PowerSync {
   async stop(): Promise<void> {
     this.stopped = true;
     this.halting = true;
+    this.abort.abort();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.running?.catch(() => undefined);
@@ -182,7 +185,7 @@ export class PowerSync {
 
   private bind(node: NodeRow): DriverTask {
     // Power needs neither ports nor the lock; the logger tags the node like the conductor's tasks.
-    return this.options.drivers().bind({ node, ports: [], logger: this.log.child({ node: node.uuid }) });
+    return this.options.drivers().bind({ node, ports: [], logger: this.log.child({ node: node.uuid }), signal: this.abort.signal });
   }
 
   /** One node; see the module comment. */

@@ -62,6 +62,16 @@ class DeadPower extends FakePower {
   }
 }
 
+/** A BMC that never answers: a read ends only when the task is aborted. */
+class HangingPower extends FakePower {
+  started = 0;
+  override async getPowerState(task: DriverTask): Promise<PowerState> {
+    this.started += 1;
+    await new Promise((resolve) => task.signal?.addEventListener('abort', resolve, { once: true }));
+    throw new PowerActionFailed(task.node.uuid, 'get power state', 'aborted');
+  }
+}
+
 /** fake-hardware whose power interface is `power`; only the fake implementations enabled. */
 function registryWith(power: FakePower, state: FakeHardwareState): DriverRegistry {
   return new DriverRegistry({
@@ -258,6 +268,18 @@ describe.each(engines)('power-state sync on %s', (engine) => {
     expect(await flaky.runOnce()).toMatchObject({ checked: 1, failures: 0 });
     expect(flaky.failuresOf(n2.uuid)).toBe(0);
   });
+
+  it('stops without waiting for a BMC that never answers', async () => {
+    await availableNode('hanging');
+    const state = new FakeHardwareState();
+    const power = new HangingPower(state);
+    const sync = otherSync({ drivers: () => registryWith(power, state) });
+    const running = sync.runOnce();
+    await waitUntil(() => power.started > 0, 5_000, 'the BMC read to start');
+    await sync.stop();
+    await running;
+    expect((await node('hanging')).power_state).toBe('power off');
+  }, 10_000);
 
   it('runs every sync_power_state_interval seconds on a conductor that has it set', async () => {
     const n = await availableNode('periodic');
