@@ -30,6 +30,7 @@ import { startBootServices } from './boot-services.js';
 import type { BootServices, OptionalServers } from './boot-services.js';
 import { ConductorMetrics } from './metrics.js';
 import { NodeOperations } from './node-operations.js';
+import { PowerSync } from './power-sync.js';
 import { Reconciler } from './reconciler.js';
 import { rpcRoutes } from './rpc.js';
 
@@ -66,6 +67,8 @@ export class Conductor {
   operations: NodeOperations;
   readonly metrics: ConductorMetrics;
   readonly reconciler: Reconciler;
+  /** The periodic power-state sync of the nodes this conductor owns. */
+  readonly powerSync: PowerSync;
   private boot: BootServices | undefined;
   private conductorId: number | undefined;
   private rpc: FastifyInstance | undefined;
@@ -108,6 +111,20 @@ export class Conductor {
       workers: config.conductor.sync_local_state_workers,
       intervalSeconds: config.conductor.sync_local_state_interval,
       changePollMs: deps.store.engine === 'sqlite' ? 500 : 1000,
+    });
+    this.powerSync = new PowerSync({
+      store: deps.store,
+      hostname: this.hostname,
+      group: this.group,
+      view: this.view,
+      drivers: () => this.drivers,
+      tracker: this.tracker,
+      logger: this.log,
+      metrics: this.metrics,
+      intervalSeconds: config.conductor.sync_power_state_interval,
+      force: config.conductor.force_power_state_during_sync,
+      maxRetries: config.conductor.power_state_sync_max_retries,
+      workers: config.conductor.sync_power_state_workers,
     });
   }
 
@@ -190,6 +207,7 @@ export class Conductor {
       });
       await this.view.start();
       await this.reconciler.start();
+      this.powerSync.start();
     } catch (err) {
       await this.rpc.close();
       throw err;
@@ -254,7 +272,7 @@ export class Conductor {
     this.state = 'stopping';
     // No new take-overs or clean-ups (a pass in flight stops at its next node): this conductor's
     // files keep serving until the others took over. Going offline does not wait for it.
-    const halted = this.reconciler.stop();
+    const halted = Promise.all([this.reconciler.stop(), this.powerSync.stop()]);
     this.tracker.drain();
     this.log.info('stopping: going offline');
     try {

@@ -18,6 +18,16 @@ export class ConductorMetrics {
   readonly resumed: Counter;
   readonly failures: Counter;
   readonly ringVersion: Gauge;
+  /** Power-state syncs run (`sync_power_state_interval`). */
+  readonly powerSyncRuns: Counter;
+  /** Durations of power-state syncs. */
+  readonly powerSyncSeconds: Histogram;
+  /** Nodes whose BMC the last power-state sync read. */
+  readonly powerSyncNodes: Gauge;
+  /** BMC reads or corrections of a power-state sync that failed. */
+  readonly powerSyncFailures: Counter;
+  /** Power states a sync corrected, by action: forced (BMC set back), recorded (BMC's state kept), maintenance. */
+  readonly powerSyncCorrections: Counter<'action'>;
   /** Where the embedded TFTP server's counters are read at scrape time; null when none runs. */
   private tftpStats: () => TftpStats | null = () => null;
 
@@ -46,6 +56,21 @@ export class ConductorMetrics {
     this.resumed = new Counter({ name: 'ironring_conductor_resumed_total', help: 'In-flight operations of a departed conductor resumed here.', registers: [r] });
     this.failures = new Counter({ name: 'ironring_conductor_reconcile_failures_total', help: 'Node take-overs, pre-caches or clean-ups that failed (retried).', registers: [r] });
     this.ringVersion = new Gauge({ name: 'ironring_conductor_ring_version', help: 'Ring version this conductor is on (+1 per membership change seen).', registers: [r] });
+    this.powerSyncRuns = new Counter({ name: 'ironring_conductor_power_sync_runs_total', help: 'Power-state syncs run over the nodes this conductor owns.', registers: [r] });
+    this.powerSyncSeconds = new Histogram({
+      name: 'ironring_conductor_power_sync_seconds',
+      help: 'Durations of power-state syncs (BMC reads bounded by sync_power_state_workers).',
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [r],
+    });
+    this.powerSyncNodes = new Gauge({ name: 'ironring_conductor_power_sync_nodes', help: 'Nodes whose BMC the last power-state sync read.', registers: [r] });
+    this.powerSyncFailures = new Counter({ name: 'ironring_conductor_power_sync_failures_total', help: 'BMC reads or power corrections of power-state syncs that failed.', registers: [r] });
+    this.powerSyncCorrections = new Counter({
+      name: 'ironring_conductor_power_sync_corrections_total',
+      help: "Mismatches a power-state sync acted on: forced (BMC set back to the record), recorded (the BMC's state recorded), maintenance (max retries exceeded).",
+      labelNames: ['action'],
+      registers: [r],
+    });
     this.registerTftp();
   }
 

@@ -11,8 +11,8 @@ import { acquireTask, withTask } from '../cluster/task.js';
 import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { BOOT_DEVICES } from '../drivers/index.js';
-import type { BootDevice } from '../drivers/index.js';
+import { automatedCleanSteps, BOOT_DEVICES, executeCleanStep, PowerActionFailed, validateCleanSteps } from '../drivers/index.js';
+import type { BootDevice, CleanStepRequest, DriverTask, PowerState } from '../drivers/index.js';
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
@@ -23,6 +23,20 @@ import type { ProvisionAction, ProvisionState, StableState } from '../nodes/stat
 
 /** The events a conductor fires when a state's work ends. */
 type StepEvent = 'done' | 'wait' | 'fail' | 'manage' | 'clean';
+
+/** What the work of one state ended with: the event to fire and what to write with it. */
+interface StepResult {
+  event: StepEvent | null;
+  /** Columns written together with the new state (power state read back, instance fields wiped…). */
+  changes?: NodePatch;
+}
+
+/** Options of a provision action as the API passes them on. */
+export interface ProvisionOptions {
+  configdrive?: unknown;
+  /** The steps of a manual clean (`clean`), already shaped by `parseCleanSteps`. */
+  cleanSteps?: readonly CleanStepRequest[];
+}
 
 /** Provision states from which a node may be deleted (Ironic's rule). */
 export const DELETE_ALLOWED_STATES: readonly string[] = ['available', 'manageable', 'enroll', 'adopt failed'];
@@ -140,12 +154,17 @@ export class NodeOperations {
     });
   }
 
-  /** Starts a provision action; resolves once the node is in its first intermediate state. */
-  async provision(uuid: string, action: ProvisionAction, options: { configdrive?: unknown } = {}): Promise<void> {
+  /**
+   * Starts a provision action; resolves once the node is in its first intermediate state. Refuses
+   * (400, nothing written) an action the node's interfaces cannot perform: `no-inspect`,
+   * `no-rescue`, clean steps no interface offers (see `checkSupported`).
+   */
+  async provision(uuid: string, action: ProvisionAction, options: ProvisionOptions = {}): Promise<void> {
     const task = await this.lock(uuid, `provision ${action}`);
     try {
       const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
       const next = applyAction(status, action);
+      const internal = await this.checkSupported(task, next.event, options.cleanSteps);
       const instanceInfo = options.configdrive !== undefined ? { ...task.node.instance_info, configdrive: options.configdrive } : undefined;
       await task.update({
         provision_state: next.state,
@@ -153,6 +172,7 @@ export class NodeOperations {
         provision_updated_at: new Date(),
         last_error: null,
         ...(instanceInfo ? { instance_info: instanceInfo } : {}),
+        ...(internal ? { driver_internal_info: internal } : {}),
       });
       await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `${action}: ${status.state} → ${next.state}` });
     } catch (err) {
@@ -163,6 +183,42 @@ export class NodeOperations {
   }
 
   /**
+   * Checks, before the node changes, that its interfaces can do what `event` asks, as Ironic's
+   * conductor validates before it moves the node: `inspect` needs an inspect interface other than
+   * `no-inspect`, `rescue`/`unrescue` one other than `no-rescue` (both refuse with
+   * `UnsupportedDriverExtension`), and a manual `clean` needs `clean_steps` that the node's interfaces
+   * offer. Returns the `driver_internal_info` to write with the new state, if it changes.
+   */
+  private async checkSupported(task: NodeTask, event: string, cleanSteps: readonly CleanStepRequest[] | undefined): Promise<Record<string, unknown> | undefined> {
+    if (cleanSteps !== undefined && event !== 'clean') throw new InvalidParameter('"clean_steps" is only valid when setting target provision state to clean');
+    const driverTask = await this.driverTask(task);
+    const { driver } = driverTask;
+    switch (event) {
+      case 'inspect':
+        await driver.inspect.validate(driverTask);
+        await driver.power.validate(driverTask);
+        return undefined;
+      case 'rescue':
+        await driver.rescue.validate(driverTask);
+        await driver.power.validate(driverTask);
+        return undefined;
+      case 'unrescue':
+        await driver.rescue.validate(driverTask);
+        return undefined;
+      case 'clean': {
+        if (cleanSteps === undefined) throw new InvalidParameter('"clean_steps" is required when setting target provision state to clean');
+        validateCleanSteps(driverTask, cleanSteps);
+        await driver.power.validate(driverTask);
+        // The steps to run, kept where Ironic keeps them; `clean_step` names the one running.
+        const { clean_step: _running, ...rest } = task.node.driver_internal_info;
+        return { ...rest, clean_steps: cleanSteps.map((s) => ({ ...s })) };
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  /**
    * Moves a node through intermediate states until it rests: each state's work is done by the
    * driver, then `done`, `wait` or `fail` moves it on.
    */
@@ -170,14 +226,16 @@ export class NodeOperations {
     for (let steps = 0; steps < 10; steps++) {
       const node = task.node;
       const status: ProvisionStatus = { state: node.provision_state as ProvisionState, target: node.target_provision_state as StableState | null };
-      let event: StepEvent | null;
+      let result: StepResult;
       let error: string | null = null;
       try {
-        event = await this.work(task, status);
+        result = await this.work(task, status);
       } catch (err) {
-        event = 'fail';
         error = (err as Error).message;
+        // A failed adoption leaves the recorded power state meaningless, as Ironic wipes it.
+        result = { event: 'fail', ...(status.state === 'adopting' ? { changes: { power_state: null } } : {}) };
       }
+      const { event } = result;
       if (event === null) return;
       // A step the table refuses is a bug in this file, not the node's fault: fail loudly.
       const next = transition(status, event);
@@ -188,7 +246,7 @@ export class NodeOperations {
         target_provision_state: next.target,
         provision_updated_at: new Date(),
         ...(error !== null ? { last_error: error } : {}),
-        ...(next.state === 'available' && status.state === 'cleaning' && status.target === 'available' ? { instance_uuid: null, instance_info: {} } : {}),
+        ...result.changes,
       });
       await task.recordHistory({
         eventType: 'provisioning',
@@ -199,35 +257,112 @@ export class NodeOperations {
     }
   }
 
-  /** The driver work of one intermediate state; null for a state that rests. */
-  private async work(task: NodeTask, status: ProvisionStatus): Promise<StepEvent | null> {
+  /** The driver work of one intermediate state; a null event for a state that rests. */
+  private async work(task: NodeTask, status: ProvisionStatus): Promise<StepResult> {
     const driverTask = await this.driverTask(task);
     const { driver } = driverTask;
     switch (status.state) {
       case 'verifying':
-        await driver.power.validate(driverTask);
-        await driver.management.validate(driverTask);
-        return 'done';
+        return this.verify(task, driverTask);
       case 'cleaning':
-        // Automated cleaning steps come later; a fake or ramdisk node is clean at once.
-        return finishEvent(status);
+        return { event: await this.clean(task, driverTask, status) };
       case 'inspecting':
-      case 'adopting':
+        await driver.inspect.inspectHardware(driverTask);
+        return { event: 'done' };
       case 'rescuing':
+        await driver.rescue.rescue(driverTask);
+        return { event: 'done' };
       case 'unrescuing':
-        return 'done';
+        await driver.rescue.unrescue(driverTask);
+        return { event: 'done' };
+      case 'adopting':
+        // Ironic's adoption: validate boot, then take the node over as a new owner would.
+        await driver.boot.validate(driverTask);
+        await driver.deploy.prepare(driverTask);
+        await driver.deploy.takeOver(driverTask);
+        return { event: 'done', changes: await this.readPower(driverTask) };
       case 'deploying': {
         await driver.deploy.validate(driverTask);
         await driver.deploy.prepare(driverTask);
-        return driver.deploy.deploy(driverTask);
+        const outcome = await driver.deploy.deploy(driverTask);
+        return { event: outcome, changes: await this.readPower(driverTask) };
       }
       case 'deleting':
         // Tear-down ends in cleaning, as in Ironic: the node is cleaned before it is available again.
+        // The instance's fields go with the instance (Ironic clears them at tear-down, never at provide).
         await driver.deploy.tearDown(driverTask);
         await driver.deploy.cleanUp(driverTask);
-        return 'clean';
+        return { event: 'clean', changes: { instance_uuid: null, instance_info: {}, ...(await this.readPower(driverTask)) } };
       default:
-        return null;
+        return { event: null };
+    }
+  }
+
+  /**
+   * `verifying` (Ironic's `do_node_verify`): the power interface's fields must validate and the BMC
+   * must answer a power-state read with these credentials; the node goes back to `enroll` with
+   * `last_error` saying which of the two failed, or on to `manageable` with its power state recorded.
+   */
+  private async verify(task: NodeTask, driverTask: DriverTask): Promise<StepResult> {
+    const { power, management } = driverTask.driver;
+    const uuid = task.node.uuid;
+    try {
+      await power.validate(driverTask);
+      await management.validate(driverTask);
+    } catch (err) {
+      throw new Error(`Failed to validate power driver interface for node ${uuid}. Error: ${(err as Error).message}`, { cause: err });
+    }
+    let state: PowerState;
+    try {
+      state = await power.getPowerState(driverTask);
+    } catch (err) {
+      // The BMC's own answer (ipmitool's, naming the BMC and the attempts) says more than our wrapper.
+      const cause = err instanceof PowerActionFailed && err.cause instanceof Error ? err.cause : (err as Error);
+      throw new Error(`Failed to get power state for node ${uuid}. Error: ${cause.message}`, { cause: err });
+    }
+    return { event: 'done', changes: { power_state: state } };
+  }
+
+  /**
+   * `cleaning`: a manual clean runs the steps stored by `provision` (already checked against the
+   * interfaces), an automated one the interfaces' steps with a priority above 0. `clean_step` names
+   * the step running; `driver_internal_info.clean_steps` keeps the steps that ran, so a clean that ran
+   * nothing says so (an empty list) instead of pretending.
+   */
+  private async clean(task: NodeTask, driverTask: DriverTask, status: ProvisionStatus): Promise<StepEvent> {
+    const manual = status.target === 'manageable';
+    const { clean_step: _running, clean_steps: stored, ...rest } = task.node.driver_internal_info;
+    const steps: CleanStepRequest[] = manual ? (Array.isArray(stored) ? (stored as CleanStepRequest[]) : []) : automatedCleanSteps(driverTask);
+    if (manual && steps.length === 0) throw new Error('manual cleaning has no clean_steps to run');
+    if (steps.length === 0) {
+      await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: 'automated cleaning: the node\'s interfaces offer no clean steps; nothing was run' });
+    }
+    for (const step of steps) {
+      const name = `${step.interface}.${step.step}`;
+      await task.update({ driver_internal_info: { ...rest, clean_steps: steps, clean_step: step } });
+      try {
+        await executeCleanStep(driverTask, step);
+      } catch (err) {
+        await task.update({ driver_internal_info: { ...rest, clean_steps: steps } });
+        throw new Error(`clean step ${name} failed: ${(err as Error).message}`, { cause: err });
+      }
+      await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: `clean step ${name} done` });
+    }
+    await task.update({ driver_internal_info: { ...rest, clean_steps: steps } });
+    return finishEvent(status);
+  }
+
+  /**
+   * The power state the BMC reports after a provision step changed it, to be written with the new
+   * state. A failed read does not fail the step (the work is done); it records the state as unknown
+   * (null), which the power-state sync fills in on its next pass.
+   */
+  private async readPower(driverTask: DriverTask): Promise<NodePatch> {
+    try {
+      return { power_state: await driverTask.driver.power.getPowerState(driverTask) };
+    } catch (err) {
+      this.deps.logger.warn({ node: driverTask.node.uuid, err: (err as Error).message }, 'could not read the power state after a provision step');
+      return { power_state: null };
     }
   }
 

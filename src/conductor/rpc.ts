@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { InvalidParameter } from '../common/errors.js';
+import { parseCleanSteps } from '../drivers/index.js';
 import { parsePatch } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { isProvisionAction } from '../nodes/states.js';
@@ -37,10 +38,13 @@ export function rpcRoutes(app: FastifyInstance, ops: NodeOperations): void {
     return { ok: true };
   });
 
-  app.post<Params & { Body: { target?: unknown; configdrive?: unknown } }>('/v1/rpc/nodes/:uuid/provision', async (request) => {
-    const { target, configdrive } = request.body ?? {};
+  app.post<Params & { Body: { target?: unknown; configdrive?: unknown; clean_steps?: unknown } }>('/v1/rpc/nodes/:uuid/provision', async (request) => {
+    const { target, configdrive, clean_steps: cleanSteps } = request.body ?? {};
     if (!isProvisionAction(target)) throw new InvalidParameter(`target: ${JSON.stringify(target)} is not a provision action`);
-    await ops.provision(request.params.uuid, target, configdrive !== undefined ? { configdrive } : {});
+    await ops.provision(request.params.uuid, target, {
+      ...(configdrive !== undefined ? { configdrive } : {}),
+      ...(cleanSteps !== undefined ? { cleanSteps: parseCleanSteps(cleanSteps) } : {}),
+    });
     return { ok: true };
   });
 

@@ -191,6 +191,27 @@ export const OPTIONS = {
       default: 5,
       description: "In 'tooz' mode, each conductor gets 2**exponent points on the ring, as in Ironic.",
     },
+    // Power-state sync (Ironic's names and defaults): each conductor reads the BMCs of the nodes it owns.
+    sync_power_state_interval: {
+      type: seconds(0),
+      default: 60,
+      description: 'Seconds between power-state syncs of the nodes this conductor owns (BMC read vs. recorded power_state); 0 disables.',
+    },
+    force_power_state_during_sync: {
+      type: { kind: 'boolean' },
+      default: true,
+      description: "On a mismatch, true: set the BMC back to the recorded power state; false: record the BMC's state.",
+    },
+    power_state_sync_max_retries: {
+      type: { kind: 'integer', min: 0 },
+      default: 3,
+      description: "Failed or unsuccessful syncs of a node in a row before its BMC's state is recorded and it is put in maintenance with last_error.",
+    },
+    sync_power_state_workers: {
+      type: { kind: 'integer', min: 1, max: 256 },
+      default: 8,
+      description: 'BMCs a power-state sync reads at once (a slow or dead BMC holds up only its worker).',
+    },
   },
   json_rpc: {
     auth_strategy: {

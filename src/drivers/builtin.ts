@@ -6,15 +6,19 @@ import { BootEnvironmentUnavailable } from './errors.js';
 import type { ImplementationCatalog } from './hardware-type.js';
 import { FakeBoot } from './fake/fake-boot.js';
 import { FakeDeploy } from './fake/fake-deploy.js';
+import { FakeInspect } from './fake/fake-inspect.js';
 import { FAKE_HARDWARE } from './fake/fake-hardware.js';
 import { FakeManagement } from './fake/fake-management.js';
 import { FakePower } from './fake/fake-power.js';
+import { FakeRescue } from './fake/fake-rescue.js';
 import { FakeHardwareState } from './fake/fake-state.js';
 import { IPMI_HARDWARE } from './ipmi/ipmi-hardware.js';
 import { Ipmitool } from './ipmi/ipmitool.js';
 import type { IpmitoolOptions } from './ipmi/ipmitool.js';
 import { IpmitoolManagement } from './ipmi/ipmitool-management.js';
 import { IpmitoolPower } from './ipmi/ipmitool-power.js';
+import { NoInspect } from './noop/no-inspect.js';
+import { NoRescue } from './noop/no-rescue.js';
 import type { PowerPollOptions } from './ipmi/ipmitool-power.js';
 import type { BootEnvironmentPort } from './pxe/boot-environment-port.js';
 import { PxeBoot } from './pxe/pxe-boot.js';
@@ -55,9 +59,11 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
     hardwareTypes: [FAKE_HARDWARE, IPMI_HARDWARE],
     implementations: {
       boot,
-      deploy: { fake: new FakeDeploy(), ramdisk: new RamdiskDeploy() },
+      deploy: { fake: new FakeDeploy(fake), ramdisk: new RamdiskDeploy() },
+      inspect: { 'no-inspect': new NoInspect(), fake: new FakeInspect(fake) },
       management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },
       power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },
+      rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(fake) },
     },
     enabledHardwareTypes: options.enabledHardwareTypes,
     enabledInterfaces: options.enabledInterfaces,

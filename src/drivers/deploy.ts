@@ -1,4 +1,5 @@
 /** The deploy interface: turns an available node into an active instance, and back. */
+import type { CleanStepSource } from './clean-steps.js';
 import type { DriverTask } from './task.js';
 
 /**
@@ -8,7 +9,8 @@ import type { DriverTask } from './task.js';
 export const DEPLOY_OUTCOMES = ['done', 'wait'] as const;
 export type DeployOutcome = (typeof DEPLOY_OUTCOMES)[number];
 
-export interface DeployInterface {
+/** May offer clean steps (`CleanStepSource`): the fake deploy does, the ramdisk deploy offers none. */
+export interface DeployInterface extends CleanStepSource {
   /**
    * Checks, without side effects, that the node can be deployed: its instance images and whatever
    * the interfaces deploy relies on (usually boot) need. Throws `InvalidParameterValue`.

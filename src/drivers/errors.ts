@@ -115,3 +115,21 @@ export class BootEnvironmentUnavailable extends IronringError {
     super('this process has no boot environment; network boot runs on the node\'s conductor');
   }
 }
+
+/**
+ * Thrown when a node's interface cannot do what was asked: its implementation is one of Ironic's
+ * `no-*` ones (`no-inspect`, `no-rescue`), or none of its interfaces has the clean step asked for.
+ * Ironic's `UnsupportedDriverExtension`, same wording; 400, and thrown before the node changes.
+ */
+export class UnsupportedDriverExtension extends InvalidParameter {
+  constructor(
+    /** The node's hardware type, e.g. `ipmi`. */
+    readonly driver: string,
+    /** The interface type that cannot do it, e.g. `inspect`. */
+    readonly extension: string,
+    /** The node's implementation of it, e.g. `no-inspect`. */
+    readonly interfaceName: string,
+  ) {
+    super(`Driver ${driver} does not support ${extension} (disabled or not implemented): the node's ${extension}_interface is ${JSON.stringify(interfaceName)}`);
+  }
+}

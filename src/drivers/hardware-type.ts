@@ -5,18 +5,22 @@
  */
 import type { BootInterface } from './boot.js';
 import type { DeployInterface } from './deploy.js';
+import type { InspectInterface } from './inspect.js';
 import type { ManagementInterface } from './management.js';
 import type { PowerInterface } from './power.js';
+import type { RescueInterface } from './rescue.js';
 
 /**
  * Every interface type a node has a column for, in Ironic's order. Only the implemented ones carry
- * code; the others are names the API validates and reports (`no-console`, `noop`…).
+ * code; the others are names the API validates and reports (`no-console`, `noop`…). An action whose
+ * interface is one of Ironic's `no-*` implementations (`no-inspect`, `no-rescue`) is refused, never
+ * pretended.
  */
 export const INTERFACE_TYPES = ['boot', 'console', 'deploy', 'inspect', 'management', 'network', 'power', 'rescue', 'vendor'] as const;
 export type InterfaceType = (typeof INTERFACE_TYPES)[number];
 
 /** Interface types whose implementations are code the conductor calls. */
-export const IMPLEMENTED_INTERFACE_TYPES = ['boot', 'deploy', 'management', 'power'] as const;
+export const IMPLEMENTED_INTERFACE_TYPES = ['boot', 'deploy', 'inspect', 'management', 'power', 'rescue'] as const;
 export type ImplementedInterfaceType = (typeof IMPLEMENTED_INTERFACE_TYPES)[number];
 
 /** The node field naming an interface type's implementation, e.g. `boot_interface`. */
@@ -31,8 +35,10 @@ export function interfaceField(type: InterfaceType): InterfaceField {
 export interface InterfaceImplementationTypes {
   boot: BootInterface;
   deploy: DeployInterface;
+  inspect: InspectInterface;
   management: ManagementInterface;
   power: PowerInterface;
+  rescue: RescueInterface;
 }
 
 /** Implementations by interface type and name; one instance serves every node that uses it. */

@@ -18,7 +18,11 @@ export type { BindInput, DriverRegistryOptions, HardwareTypeInfo, InterfaceChoic
 export { DriverRegistry } from './registry.js';
 export type { BuiltinDriverOptions } from './builtin.js';
 export { createDriverRegistry, NO_BOOT_ENVIRONMENT } from './builtin.js';
-export { BootDeviceActionFailed, BootEnvironmentUnavailable, InvalidParameterValue, IpmiFailure, PowerActionFailed, UnknownDriver, UnknownInterface } from './errors.js';
+export { BootDeviceActionFailed, BootEnvironmentUnavailable, InvalidParameterValue, IpmiFailure, PowerActionFailed, UnknownDriver, UnknownInterface, UnsupportedDriverExtension } from './errors.js';
+export type { InspectInterface } from './inspect.js';
+export type { RescueInterface } from './rescue.js';
+export type { CleanStep, CleanStepInterface, CleanStepRequest, CleanStepSource } from './clean-steps.js';
+export { automatedCleanSteps, CLEAN_STEP_INTERFACES, cleanStepsOf, executeCleanStep, parseCleanSteps, validateCleanSteps } from './clean-steps.js';
 export type { BootEnvironmentPort } from './pxe/boot-environment-port.js';
 export { FakeHardwareState } from './fake/fake-state.js';
 export type { FakeMachine } from './fake/fake-state.js';

@@ -1,4 +1,5 @@
 /** The management interface: a node's boot device, as its BMC sets and reports it. */
+import type { CleanStepSource } from './clean-steps.js';
 import type { DriverTask } from './task.js';
 
 /** Boot devices with Ironic's names (`boot_device` of `PUT /v1/nodes/{id}/management/boot_device`). */
@@ -12,7 +13,7 @@ export interface BootDeviceState {
   persistent: boolean | null;
 }
 
-export interface ManagementInterface {
+export interface ManagementInterface extends CleanStepSource {
   /** The boot devices this interface can set for the node. */
   getSupportedBootDevices(task: DriverTask): Promise<readonly BootDevice[]>;
   /**

@@ -1,4 +1,5 @@
 /** The power interface: reads and changes a node's power through its BMC (or a simulation). */
+import type { CleanStepSource } from './clean-steps.js';
 import type { DriverTask } from './task.js';
 
 /** Power states a node can be put in and reported in, with Ironic's spelling. */
@@ -8,7 +9,7 @@ export type PowerState = (typeof POWER_STATES)[number];
 /** Default bound (seconds) on waiting for the BMC to report a requested power state. */
 export const DEFAULT_POWER_TIMEOUT_S = 60;
 
-export interface PowerInterface {
+export interface PowerInterface extends CleanStepSource {
   /**
    * Asks the BMC for the node's current power state. Throws `PowerActionFailed` when the BMC cannot
    * be reached or answers something unrecognisable.

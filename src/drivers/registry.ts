@@ -137,8 +137,10 @@ export class DriverRegistry {
       names: Object.fromEntries(INTERFACE_TYPES.map((t) => [t, names[interfaceField(t)]])) as NodeDriver['names'],
       boot: pick('boot'),
       deploy: pick('deploy'),
+      inspect: pick('inspect'),
       management: pick('management'),
       power: pick('power'),
+      rescue: pick('rescue'),
     };
   }
 

@@ -67,6 +67,8 @@ describe.skipIf(!available)('an ipmi node through the API, a conductor, ipmitool
 
     expect((await req('PUT', '/v1/nodes/bmc-1/states/provision', { target: 'manage' })).statusCode).toBe(202);
     await waitUntil(async () => ((await req('GET', '/v1/nodes/bmc-1')).json() as { provision_state: string }).provision_state === 'manageable', 30_000, 'manageable');
+    // Verifying read the power state through the BMC (the simulator starts off).
+    expect(await powerState()).toMatchObject({ power_state: 'power off', last_error: null });
 
     expect((await req('PUT', '/v1/nodes/bmc-1/states/power', { target: 'power on' })).statusCode).toBe(202);
     await waitUntil(async () => (await powerState()).target_power_state === null, 30_000, 'power on to finish');
@@ -92,7 +94,8 @@ describe.skipIf(!available)('an ipmi node through the API, a conductor, ipmitool
     });
     expect((await req('PUT', '/v1/nodes/bmc-2/states/power', { target: 'power on' })).statusCode).toBe(202);
     await waitUntil(async () => ((await req('GET', '/v1/nodes/bmc-2/states')).json() as { target_power_state: string | null }).target_power_state === null, 60_000, 'the power action to fail');
-    const states = (await req('GET', '/v1/nodes/bmc-2/states')).json() as { last_error: string | null };
-    expect(states.last_error).toBeTruthy();
+    const states = (await req('GET', '/v1/nodes/bmc-2/states')).json() as { last_error: string | null; power_state: string | null };
+    expect(states.last_error).toMatch(/^power on failed for node [0-9a-f-]{36}: Error: Unable to establish IPMI v2 \/ RMCP\+ session$/);
+    expect(states.power_state).toBeNull();
   });
 });

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidParameter, NotAcceptable } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
-import { BOOT_DEVICES } from '../../drivers/index.js';
+import { BOOT_DEVICES, parseCleanSteps } from '../../drivers/index.js';
 import { parsePatch } from '../../nodes/node-patch.js';
 import { getNode } from '../../nodes/node-store.js';
 import { actionMinVersion } from '../../nodes/state-machine.js';
@@ -70,7 +70,13 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
     if (compareVersions(request.apiVersion, since) < 0) {
       throw new NotAcceptable(`the provision action "${target}" needs API version ${formatVersion(since)} or later`);
     }
-    await router.call(node, 'POST', 'provision', { target, ...(body.configdrive !== undefined ? { configdrive: body.configdrive } : {}) });
+    // The shape of clean_steps is checked here; whether the node's interfaces offer them, by its conductor.
+    const cleanSteps = body.clean_steps !== undefined ? parseCleanSteps(body.clean_steps) : undefined;
+    await router.call(node, 'POST', 'provision', {
+      target,
+      ...(body.configdrive !== undefined ? { configdrive: body.configdrive } : {}),
+      ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}),
+    });
     return reply.code(202).header('Location', statesUrl(request, node.uuid)).send();
   });
 

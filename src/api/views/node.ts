@@ -66,6 +66,12 @@ export interface NodeViewContext {
   conductorName?: (id: number | null) => string | null;
 }
 
+/** `driver_internal_info.clean_step` when it is an object, else {} (Ironic's value when no step runs). */
+function cleanStepOf(info: Readonly<Record<string, unknown>>): unknown {
+  const step = info.clean_step;
+  return typeof step === 'object' && step !== null && !Array.isArray(step) ? step : {};
+}
+
 type Getter = ((node: NodeRow, ctx: NodeViewContext) => unknown) & { column?: keyof NodeRow };
 const column = (name: keyof NodeRow): Getter => Object.assign((node: NodeRow) => node[name], { column: name });
 /** A field ironring does not model yet, with the value Ironic shows for it; a fresh value each time. */
@@ -102,7 +108,8 @@ const FIELD_GETTERS: Readonly<Record<string, { get: Getter; columns: ReadonlyArr
   updated_at: { get: (n) => apiTime(n.updated_at), columns: ['updated_at'] },
   inspection_started_at: { get: constant(() => null), columns: [] },
   inspection_finished_at: { get: constant(() => null), columns: [] },
-  clean_step: { get: constant(() => ({})), columns: [] },
+  // The step a clean is running now ({} otherwise), which the conductor keeps in driver_internal_info.
+  clean_step: { get: (n) => cleanStepOf(n.driver_internal_info), columns: ['driver_internal_info'] },
   raid_config: { get: constant(() => ({})), columns: [] },
   target_raid_config: { get: constant(() => ({})), columns: [] },
   network_interface: { get: column('network_interface'), columns: ['network_interface'] },

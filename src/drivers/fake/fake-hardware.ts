@@ -2,6 +2,10 @@
  * The `fake-hardware` hardware type: power and management simulated, for tests and demos. As in
  * Ironic, it also accepts the generic boot and deploy interfaces (`pxe`, `ipxe`, `ramdisk`), so a
  * fake node can network-boot from real boot files; the fake ones stay the defaults.
+ *
+ * The `fake` implementations succeed without touching any hardware — the only ones allowed to (they
+ * exist for tests and demos). Inspect and rescue default to Ironic's `no-inspect` and `no-rescue`,
+ * which refuse the verbs (400); a node opts into `fake` inspect or rescue explicitly.
  */
 import type { HardwareType } from '../hardware-type.js';
 

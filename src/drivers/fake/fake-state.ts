@@ -21,6 +21,12 @@ export interface FakeMachine {
   prepared: FakeBootLabel | null;
   /** How many times the machine was powered on (reboots included), for tests and demos. */
   powerOns: number;
+  /** How many times the fake inspect interface "inspected" it. */
+  inspections: number;
+  /** True while the fake rescue interface has it rescued. */
+  rescued: boolean;
+  /** Clean steps the fake deploy interface "ran", in order (`deploy.erase_devices_metadata`…). */
+  cleanSteps: string[];
 }
 
 export class FakeHardwareState {
@@ -30,7 +36,7 @@ export class FakeHardwareState {
   machine(node: Pick<DriverNode, 'uuid' | 'power_state'>): FakeMachine {
     let machine = this.machines.get(node.uuid);
     if (machine === undefined) {
-      machine = { power: node.power_state === 'power on' ? 'power on' : 'power off', bootDevice: null, persistent: null, prepared: null, powerOns: 0 };
+      machine = { power: node.power_state === 'power on' ? 'power on' : 'power off', bootDevice: null, persistent: null, prepared: null, powerOns: 0, inspections: 0, rescued: false, cleanSteps: [] };
       this.machines.set(node.uuid, machine);
     }
     return machine;
@@ -39,7 +45,7 @@ export class FakeHardwareState {
   /** A copy of the node's machine, or undefined if no fake interface has touched it. */
   peek(uuid: string): FakeMachine | undefined {
     const machine = this.machines.get(uuid);
-    return machine === undefined ? undefined : { ...machine };
+    return machine === undefined ? undefined : { ...machine, cleanSteps: [...machine.cleanSteps] };
   }
 
   /** Forgets a node (e.g. when it is deleted). */
