@@ -23,12 +23,16 @@ import { migrateDatabase } from '../db/migrate.js';
 import { Conductor } from '../conductor/conductor.js';
 import { injectTransport } from '../api/routes/compute-servers.js';
 import { CellStores } from '../cells/cell-stores.js';
-import { createCell, findCell, mapCell0 } from '../cells/cells.js';
+import { CELL0_UUID, COMPUTE_BINARY, createCell, findCell, mapCell0 } from '../cells/cells.js';
 import type { CellMapping } from '../cells/cells.js';
 import { CellNotFound } from '../cells/errors.js';
 import { databaseKey } from '../cells/cell-stores.js';
 import { BaremetalClient } from '../compute/baremetal-client.js';
 import { ComputeService } from '../compute/compute-service.js';
+import { SCHEDULER_BINARY, releaseServiceOfDeadInstance, serviceInstance } from '../compute/services.js';
+import { MEMBERSHIP_CHANNEL } from '../cluster/membership.js';
+import { InstanceLock } from './instance-lock.js';
+import type { InstanceRecord, InstanceRows } from './instance-lock.js';
 import { schedulerFromConfig } from '../scheduler/process.js';
 import type { SchedulerService } from '../scheduler/scheduler-service.js';
 
@@ -54,11 +58,19 @@ export interface RunningServices {
  */
 export async function startAllInOne(config: Config, logger: Logger, defaults: { tftp: boolean; http: boolean } = { tftp: false, http: false }): Promise<RunningServices> {
   await mkdir(config.DEFAULT.data_dir, { recursive: true });
-  const store: Store = await openDatabase(config.database.url, {
-    maxPoolSize: config.database.max_pool_size,
-    connectTimeout: config.database.connect_timeout,
-    sqliteBusyTimeout: config.database.sqlite_busy_timeout,
-  });
+  // First of all: a live `up` of this host from this directory is refused before anything starts.
+  const lock = await InstanceLock.acquire(config.DEFAULT.data_dir, config.DEFAULT.host);
+  let store: Store;
+  try {
+    store = await openDatabase(config.database.url, {
+      maxPoolSize: config.database.max_pool_size,
+      connectTimeout: config.database.connect_timeout,
+      sqliteBusyTimeout: config.database.sqlite_busy_timeout,
+    });
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
   let app: FastifyInstance | undefined;
   let conductor: Conductor | undefined;
   let apiStore: Store | undefined;
@@ -77,6 +89,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
       await cells.close();
       if (apiStore && apiStore !== store) await apiStore.close();
       await store.close();
+      await lock.release();
       logger.info('stopped');
     })());
   try {
@@ -97,6 +110,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     cells.share(config.api_database.url, apiStore);
     await mapCell0(apiStore, cells, config.api_database.url);
     const cell = await ensureCell(apiStore, cells, config.compute.cell, config.database.url, logger);
+    if (lock.previous) await takeBackRows(lock.previous, { store, apiStore, cells }, logger);
     app = buildApi({ store, config, logger, compute: { api: apiStore, cells } });
     const apiUrl = await listenApi(app, config.api.address);
     logger.info({ url: apiUrl }, 'API listening');
@@ -120,6 +134,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     await compute.start();
     scheduler = schedulerFromConfig(config, logger, apiStore, cells);
     await scheduler.start();
+    await lock.recordRows(await registeredRows({ conductor: started, computeHost: compute.host, cell, store, apiStore, cells }));
     const s = config.scheduler;
     return {
       dataDir: config.DEFAULT.data_dir,
@@ -140,6 +155,53 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     await stop();
     throw err;
   }
+}
+
+interface Stores {
+  store: Store;
+  apiStore: Store;
+  cells: CellStores;
+}
+
+/**
+ * The rows a dead predecessor (same host, same data directory) registered are marked down at once,
+ * each only while it still carries that process's fingerprint — so the ordinary registrations that
+ * follow take them over instead of waiting for their heartbeats to expire.
+ */
+async function takeBackRows(previous: InstanceRecord, { store, apiStore, cells }: Stores, logger: Logger): Promise<void> {
+  const taken: string[] = [];
+  if (previous.conductor) {
+    const { id, hostname, rpcUrl } = previous.conductor;
+    let q = store.db.updateTable('conductors').set({ online: false }).where('id', '=', id).where('hostname', '=', hostname);
+    q = rpcUrl === null ? q.where('rpc_url', 'is', null) : q.where('rpc_url', '=', rpcUrl);
+    if (Number((await q.executeTakeFirst()).numUpdatedRows) > 0) {
+      await store.notify(MEMBERSHIP_CHANNEL, `offline:${hostname}`).catch(() => undefined);
+      taken.push(`conductor ${hostname}`);
+    }
+  }
+  if (previous.compute) {
+    const { cellUuid, host, serviceId, instanceToken } = previous.compute;
+    const cellStore = await cells.get(await findCell(apiStore, cellUuid));
+    if (await releaseServiceOfDeadInstance(cellStore, { id: serviceId, host, binary: COMPUTE_BINARY, instanceToken })) taken.push(`compute service ${host}`);
+  }
+  if (previous.scheduler) {
+    const { host, serviceId, instanceToken } = previous.scheduler;
+    const cell0Store = await cells.get(await findCell(apiStore, CELL0_UUID));
+    if (await releaseServiceOfDeadInstance(cell0Store, { id: serviceId, host, binary: SCHEDULER_BINARY, instanceToken })) taken.push(`scheduler ${host}`);
+  }
+  logger.warn({ pid: previous.pid, since: previous.startedAt, taken }, 'the previous ironring up of this host and data directory is gone (killed?): took its rows back');
+}
+
+/** What this start registered, for the lock file. */
+async function registeredRows(input: { conductor: Conductor; computeHost: string; cell: CellMapping } & Stores): Promise<InstanceRows> {
+  const { conductor, computeHost, cell, apiStore, cells } = input;
+  const rows: InstanceRows = { conductor: { id: conductor.id, hostname: conductor.hostname, rpcUrl: conductor.rpcUrl } };
+  const compute = await serviceInstance(await cells.get(cell), computeHost, COMPUTE_BINARY);
+  if (compute) rows.compute = { cellUuid: cell.uuid, host: computeHost, serviceId: compute.id, instanceToken: compute.instanceToken };
+  const cell0Store = await cells.get(await findCell(apiStore, CELL0_UUID));
+  const scheduler = await serviceInstance(cell0Store, computeHost, SCHEDULER_BINARY);
+  if (scheduler) rows.scheduler = { host: computeHost, serviceId: scheduler.id, instanceToken: scheduler.instanceToken };
+  return rows;
 }
 
 /** The cell this deployment's compute service belongs to, created on first start. */
