@@ -170,24 +170,34 @@ interface Stores {
  */
 async function takeBackRows(previous: InstanceRecord, { store, apiStore, cells }: Stores, logger: Logger): Promise<void> {
   const taken: string[] = [];
-  if (previous.conductor) {
-    const { id, hostname, rpcUrl } = previous.conductor;
-    let q = store.db.updateTable('conductors').set({ online: false }).where('id', '=', id).where('hostname', '=', hostname);
-    q = rpcUrl === null ? q.where('rpc_url', 'is', null) : q.where('rpc_url', '=', rpcUrl);
-    if (Number((await q.executeTakeFirst()).numUpdatedRows) > 0) {
-      await store.notify(MEMBERSHIP_CHANNEL, `offline:${hostname}`).catch(() => undefined);
-      taken.push(`conductor ${hostname}`);
+  // Each row on its own: one that cannot be taken back (its cell deleted meanwhile…) only means
+  // that role waits for its heartbeat to expire, as before.
+  const attempt = async (what: string, take: () => Promise<boolean>) => {
+    try {
+      if (await take()) taken.push(what);
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, `cannot take back the ${what} row of the previous process`);
     }
+  };
+  const { conductor, compute, scheduler } = previous;
+  if (conductor) {
+    await attempt(`conductor ${conductor.hostname}`, async () => {
+      let q = store.db.updateTable('conductors').set({ online: false }).where('id', '=', conductor.id).where('hostname', '=', conductor.hostname);
+      q = conductor.rpcUrl === null ? q.where('rpc_url', 'is', null) : q.where('rpc_url', '=', conductor.rpcUrl);
+      if (Number((await q.executeTakeFirst()).numUpdatedRows) === 0) return false;
+      await store.notify(MEMBERSHIP_CHANNEL, `offline:${conductor.hostname}`).catch(() => undefined);
+      return true;
+    });
   }
-  if (previous.compute) {
-    const { cellUuid, host, serviceId, instanceToken } = previous.compute;
-    const cellStore = await cells.get(await findCell(apiStore, cellUuid));
-    if (await releaseServiceOfDeadInstance(cellStore, { id: serviceId, host, binary: COMPUTE_BINARY, instanceToken })) taken.push(`compute service ${host}`);
+  if (compute) {
+    await attempt(`compute service ${compute.host}`, async () =>
+      releaseServiceOfDeadInstance(await cells.get(await findCell(apiStore, compute.cellUuid)), { id: compute.serviceId, host: compute.host, binary: COMPUTE_BINARY, instanceToken: compute.instanceToken }),
+    );
   }
-  if (previous.scheduler) {
-    const { host, serviceId, instanceToken } = previous.scheduler;
-    const cell0Store = await cells.get(await findCell(apiStore, CELL0_UUID));
-    if (await releaseServiceOfDeadInstance(cell0Store, { id: serviceId, host, binary: SCHEDULER_BINARY, instanceToken })) taken.push(`scheduler ${host}`);
+  if (scheduler) {
+    await attempt(`scheduler ${scheduler.host}`, async () =>
+      releaseServiceOfDeadInstance(await cells.get(await findCell(apiStore, CELL0_UUID)), { id: scheduler.serviceId, host: scheduler.host, binary: SCHEDULER_BINARY, instanceToken: scheduler.instanceToken }),
+    );
   }
   logger.warn({ pid: previous.pid, since: previous.startedAt, taken }, 'the previous ironring up of this host and data directory is gone (killed?): took its rows back');
 }

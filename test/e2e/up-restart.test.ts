@@ -10,23 +10,32 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCli } from '../helpers/cli.js';
 import type { CliProcess } from '../helpers/cli.js';
+import { createTestDatabase, testEngines } from '../helpers/databases.js';
+import type { TestDatabase } from '../helpers/databases.js';
 
 const H = { 'x-openstack-ironic-api-version': 'latest', accept: 'application/json' };
 
-describe('ironring up restarted after kill -9', () => {
+const engines = await testEngines();
+
+describe.each(engines)('ironring up on %s restarted after kill -9', (engine) => {
   const procs: CliProcess[] = [];
+  const dbs: TestDatabase[] = [];
   let dir = '';
+  let database: string[] = [];
+  let env: Record<string, string> = {};
   afterEach(async () => {
     for (const p of procs) {
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
       await p.exited;
     }
+    for (const d of dbs) await d.drop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   });
 
   // Default heartbeat timeouts (60 s) on purpose: the restart must not wait for them.
   const up = () => {
-    const proc = startCli(['up', '--data-dir', dir, '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio'], { cwd: dir });
+    const args = ['up', '--data-dir', dir, '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio', ...database];
+    const proc = startCli(args, { cwd: dir, env });
     procs.push(proc);
     return proc;
   };
@@ -34,9 +43,14 @@ describe('ironring up restarted after kill -9', () => {
 
   it('comes back in seconds, refuses a duplicate beside a live one, and frees its lock on SIGTERM', async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'ironring-up-restart-'));
+    if (engine === 'postgres') {
+      const [main, api] = await Promise.all([createTestDatabase('postgres'), createTestDatabase('postgres')]);
+      dbs.push(main, api);
+      database = ['--database', main.url];
+      env = { IRONRING_API_DATABASE_URL: api.url };
+    }
     const first = up();
     await apiOf(first);
-    expect(existsSync(path.join(dir, 'up-aio.lock'))).toBe(true);
     first.child.kill('SIGKILL');
     await first.exited;
 
@@ -47,6 +61,7 @@ describe('ironring up restarted after kill -9', () => {
     console.info(`up restarted ${took} ms after kill -9`);
     expect(took).toBeLessThan(30_000);
     expect(second.stderr()).toMatch(/the previous ironring up of this host and data directory is gone/);
+    expect(existsSync(path.join(dir, 'up-aio.lock'))).toBe(true);
     // Every role is back under its own rows: the conductor, and the compute service and scheduler live.
     const conductors = (await (await fetch(`${api}/v1/conductors`, { headers: H })).json()) as { conductors: Array<{ hostname: string; alive: boolean }> };
     expect(conductors.conductors).toEqual([expect.objectContaining({ hostname: 'aio', alive: true })]);
