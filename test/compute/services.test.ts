@@ -45,7 +45,7 @@ for (const engine of engines) {
       expect(await releaseServiceOfDeadInstance(db.store, { id, host: 'r1', binary: COMPUTE_BINARY, instanceToken: 'not-the-holder' })).toBe(false);
       await expect(registerService(db.store, { host: 'r1', binary: COMPUTE_BINARY }, 60)).rejects.toThrow(DuplicateService);
       // The dead holder's token: marked down at once, and the restart registers with a new token.
-      expect(await releaseServiceOfDeadInstance(db.store, { id, host: 'r1', binary: COMPUTE_BINARY, ...dead })).toBe(true);
+      expect(await releaseServiceOfDeadInstance(db.store, { host: 'r1', binary: COMPUTE_BINARY, ...dead })).toBe(true);
       expect(await registerService(db.store, { host: 'r1', binary: COMPUTE_BINARY }, 60)).toBe(id);
       const now = (await serviceInstance(db.store, 'r1', COMPUTE_BINARY))!;
       expect(now.instanceToken).not.toBe(dead.instanceToken);
