@@ -47,6 +47,12 @@ export class InstanceWorker {
   private readonly busy = new Set<string>();
   /** Instances waiting on their node: when to look again, and the current back-off. */
   private readonly backoff = new Map<string, { due: number; delay: number }>();
+  /**
+   * Instances whose node this worker asked to undeploy: a node that fails its tear-down (back in
+   * `error`, or `clean failed`) is let go of instead of being asked again and again, which would
+   * keep the server DELETING forever. Lost on restart, which costs at most one more attempt.
+   */
+  private readonly undeployAsked = new Set<string>();
 
   constructor(private readonly deps: InstanceWorkerDeps) {}
 
@@ -69,6 +75,7 @@ export class InstanceWorker {
     const all = await this.pending();
     const now = Date.now();
     for (const uuid of this.backoff.keys()) if (!all.some((r) => r.uuid === uuid)) this.backoff.delete(uuid);
+    for (const uuid of this.undeployAsked) if (!all.some((r) => r.uuid === uuid)) this.undeployAsked.delete(uuid);
     // A node that takes minutes to deploy is looked at less and less often (250 ms doubling to 5 s).
     const rows = all.filter((r) => !this.busy.has(r.uuid) && (this.backoff.get(r.uuid)?.due ?? 0) <= now);
     const limit = this.deps.concurrency ?? 8;
@@ -186,9 +193,11 @@ export class InstanceWorker {
     if (node && node.instance_uuid === row.uuid) {
       const state = node.provision_state ?? '';
       const settled = !node.target_provision_state;
-      if (UNDEPLOYABLE.has(state) && (settled || NODE_FAILED_STATES.has(state) || state === 'wait call-back')) {
+      const failedAgain = NODE_FAILED_STATES.has(state) && this.undeployAsked.has(row.uuid);
+      if (UNDEPLOYABLE.has(state) && (settled || NODE_FAILED_STATES.has(state) || state === 'wait call-back') && !failedAgain) {
         try {
           await this.deps.baremetal.setProvisionState(node.uuid, 'deleted');
+          this.undeployAsked.add(row.uuid);
           log.info({ from: state }, 'undeploy requested');
           return 'undeploy-requested';
         } catch (err) {
@@ -209,6 +218,7 @@ export class InstanceWorker {
       log.info('node released');
       return 'released';
     }
+    this.undeployAsked.delete(row.uuid);
     await this.deps.cell.db.deleteFrom('instances').where('uuid', '=', row.uuid).where('task_state', '=', 'deleting').execute();
     await this.deps.api.db.deleteFrom('instance_mappings').where('instance_uuid', '=', row.uuid).execute();
     log.info('instance deleted');
