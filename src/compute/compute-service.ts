@@ -18,6 +18,7 @@ import type { CellStores } from '../cells/cell-stores.js';
 import type { Logger } from '../common/logger.js';
 import { InvalidParameter } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
+import { requireSchema } from '../db/migrate.js';
 import type { Listener } from '../db/notifications.js';
 import type { RingMode } from '../ring/index.js';
 import type { BaremetalClient } from './baremetal-client.js';
@@ -96,6 +97,8 @@ export class ComputeService {
     if (isCell0(cell)) throw new InvalidParameter('cell0 holds no compute services (it keeps instances that were never scheduled); give another --cell');
     this.cell = cell;
     const store = await options.cells.get(cell);
+    // A cell database behind this code's schema (instance tokens, faults…) is named, not a SQL error.
+    await requireSchema(store, ['cell']);
     this.store = store;
     this.serviceId = await registerService(store, { host: this.host, binary: COMPUTE_BINARY }, options.serviceDownTime);
     await store.notify(SERVICES_CHANNEL, `up:${this.host}`);

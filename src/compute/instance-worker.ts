@@ -10,14 +10,22 @@ import type { Logger } from '../common/logger.js';
 import type { Store } from '../db/connect.js';
 import { BaremetalApiError } from './baremetal-client.js';
 import type { BaremetalClient, BaremetalNode } from './baremetal-client.js';
+import { encodeFault } from './instances.js';
 import type { InstanceRow } from './instances.js';
 
 const NODE_FIELDS = ['uuid', 'provision_state', 'target_provision_state', 'instance_uuid', 'maintenance', 'last_error'] as const;
 
-/** Provision states from which `deleted` (undeploy) is accepted. */
-const UNDEPLOYABLE = new Set(['active', 'deploy failed', 'error', 'wait call-back']);
-/** Provision states in which a deploy has failed. */
-const DEPLOY_FAILED = new Set(['deploy failed', 'error']);
+/** Provision states from which `deleted` (undeploy) is accepted, whatever the target says. */
+const UNDEPLOYABLE: ReadonlySet<string> = new Set(['active', 'deploy failed', 'error', 'wait call-back']);
+/**
+ * Provision states a failed operation leaves a node in. A failed node keeps its
+ * `target_provision_state` (as in Ironic: `deploy failed` still targets `active`), so failure is
+ * judged by the state alone — waiting for the target to clear waited forever. The compute tier
+ * reaches the bare-metal tier only through its REST API, so this is its own copy of the names.
+ */
+export const NODE_FAILED_STATES: ReadonlySet<string> = new Set(['deploy failed', 'clean failed', 'inspect failed', 'rescue failed', 'unrescue failed', 'adopt failed', 'error']);
+/** Stable states: a node rests there (no target) until someone asks for something. */
+const NODE_STABLE_STATES: ReadonlySet<string> = new Set(['enroll', 'manageable', 'available', 'active', 'error', 'rescue']);
 
 export interface InstanceWorkerDeps {
   host: string;
@@ -39,6 +47,12 @@ export class InstanceWorker {
   private readonly busy = new Set<string>();
   /** Instances waiting on their node: when to look again, and the current back-off. */
   private readonly backoff = new Map<string, { due: number; delay: number }>();
+  /**
+   * Instances whose node this worker asked to undeploy: a node that fails its tear-down (back in
+   * `error`, or `clean failed`) is let go of instead of being asked again and again, which would
+   * keep the server DELETING forever. Lost on restart, which costs at most one more attempt.
+   */
+  private readonly undeployAsked = new Set<string>();
 
   constructor(private readonly deps: InstanceWorkerDeps) {}
 
@@ -61,6 +75,7 @@ export class InstanceWorker {
     const all = await this.pending();
     const now = Date.now();
     for (const uuid of this.backoff.keys()) if (!all.some((r) => r.uuid === uuid)) this.backoff.delete(uuid);
+    for (const uuid of this.undeployAsked) if (!all.some((r) => r.uuid === uuid)) this.undeployAsked.delete(uuid);
     // A node that takes minutes to deploy is looked at less and less often (250 ms doubling to 5 s).
     const rows = all.filter((r) => !this.busy.has(r.uuid) && (this.backoff.get(r.uuid)?.due ?? 0) <= now);
     const limit = this.deps.concurrency ?? 8;
@@ -119,8 +134,10 @@ export class InstanceWorker {
       return 'patched';
     }
     if (node.instance_uuid !== row.uuid) return this.fail(row, `node ${row.node} is associated with another instance (${node.instance_uuid})`);
+    const state = node.provision_state ?? '';
+    if (NODE_FAILED_STATES.has(state)) return this.fail(row, `deploy of node ${row.node} failed (${state}): ${node.last_error ?? 'no last_error given'}`);
     const settled = !node.target_provision_state;
-    if (settled && node.provision_state === 'available') {
+    if (settled && state === 'available') {
       try {
         await this.deps.baremetal.setProvisionState(row.node, 'active');
       } catch (err) {
@@ -142,8 +159,9 @@ export class InstanceWorker {
       log.info('instance active');
       return 'active';
     }
-    if (DEPLOY_FAILED.has(node.provision_state ?? '') && settled) {
-      return this.fail(row, `deploy of node ${row.node} failed: ${node.last_error ?? node.provision_state}`);
+    if (settled && NODE_STABLE_STATES.has(state)) {
+      // Someone moved the node elsewhere (manage, undeploy…) while this server was building on it.
+      return this.fail(row, `node ${row.node} went to "${state}" instead of being deployed`);
     }
     return 'waiting';
   }
@@ -152,7 +170,7 @@ export class InstanceWorker {
     this.deps.logger.warn({ instance: row.uuid, node: row.node, reason }, 'instance failed');
     await this.deps.cell.db
       .updateTable('instances')
-      .set({ vm_state: 'error', task_state: null, fault: reason, updated_at: this.deps.cell.sqlNow() })
+      .set({ vm_state: 'error', task_state: null, fault: encodeFault(reason), updated_at: this.deps.cell.sqlNow() })
       .where('uuid', '=', row.uuid)
       .where('vm_state', '=', 'building')
       // A delete requested meanwhile wins: the instance is going away anyway.
@@ -162,19 +180,37 @@ export class InstanceWorker {
     return 'failed';
   }
 
-  /** Advances an instance being deleted by one step; the last step removes it and its mapping. */
+  /**
+   * Advances an instance being deleted by one step; the last step removes it and its mapping. Every
+   * state of the node ends the delete: a node that can be undeployed is (from `active`, and from a
+   * failed deploy, whatever its target); a busy one is waited for; any other (a failed clean, a node
+   * never deployed, a node the API refuses to undeploy) is let go of as it is, so no server is ever
+   * left DELETING.
+   */
   async deleteStep(row: InstanceRow): Promise<Step> {
     const log = this.deps.logger.child({ instance: row.uuid, node: row.node });
     const node = row.node ? await this.node(row.node) : null;
     if (node && node.instance_uuid === row.uuid) {
+      const state = node.provision_state ?? '';
       const settled = !node.target_provision_state;
-      if (!settled) return 'waiting';
-      if (UNDEPLOYABLE.has(node.provision_state ?? '')) {
-        await this.deps.baremetal.setProvisionState(node.uuid, 'deleted');
-        log.info('undeploy requested');
-        return 'undeploy-requested';
+      const failedAgain = NODE_FAILED_STATES.has(state) && this.undeployAsked.has(row.uuid);
+      if (UNDEPLOYABLE.has(state) && (settled || NODE_FAILED_STATES.has(state) || state === 'wait call-back') && !failedAgain) {
+        try {
+          await this.deps.baremetal.setProvisionState(node.uuid, 'deleted');
+          this.undeployAsked.add(row.uuid);
+          log.info({ from: state }, 'undeploy requested');
+          return 'undeploy-requested';
+        } catch (err) {
+          // Locked by a conductor at work: look again. Refused outright (maintenance…): let go below.
+          if (!(err instanceof BaremetalApiError) || err.status === 409 || err.status === 0 || err.status >= 500) throw err;
+          log.warn({ state, err: err.message }, 'the bare-metal API refused to undeploy the node; releasing it as it is');
+        }
+      } else if (!settled && !NODE_FAILED_STATES.has(state)) {
+        return 'waiting';
       }
-      // Associated but never deployed (available, manageable…): just let go of the node.
+      // Never deployed (available, manageable…), or in a state undeploy cannot leave (clean failed…):
+      // let go of the node; an operator takes it from where it is.
+      if (state !== 'available' && state !== 'manageable' && state !== 'enroll') log.warn({ state, last_error: node.last_error }, 'node released in a state undeploy cannot leave');
       await this.deps.baremetal.patchNode(node.uuid, [
         { op: 'remove', path: '/instance_uuid' },
         { op: 'replace', path: '/instance_info', value: {} },
@@ -182,6 +218,7 @@ export class InstanceWorker {
       log.info('node released');
       return 'released';
     }
+    this.undeployAsked.delete(row.uuid);
     await this.deps.cell.db.deleteFrom('instances').where('uuid', '=', row.uuid).where('task_state', '=', 'deleting').execute();
     await this.deps.api.db.deleteFrom('instance_mappings').where('instance_uuid', '=', row.uuid).execute();
     log.info('instance deleted');

@@ -29,6 +29,35 @@ export interface ServerImage {
 
 export type InstanceRow = Selectable<InstancesTable>;
 
+/**
+ * Why a server is in ERROR, shaped like Nova's instance fault: the reason, an HTTP-like code (500:
+ * the build failed on the bare-metal side) and when it was recorded.
+ */
+export interface ServerFault {
+  message: string;
+  code: number;
+  created: string;
+}
+
+/** The `fault` column's text for `message`: the fault as JSON, recorded now. */
+export function encodeFault(message: string, code = 500, created: Date = new Date()): string {
+  return JSON.stringify({ message, code, created: created.toISOString() } satisfies ServerFault);
+}
+
+/** The fault recorded in a row; rows written before faults were JSON hold the bare message. */
+export function decodeFault(text: string | null, recorded: Date): ServerFault | null {
+  if (text === null) return null;
+  try {
+    const parsed = JSON.parse(text) as Partial<ServerFault>;
+    if (parsed && typeof parsed.message === 'string') {
+      return { message: parsed.message, code: typeof parsed.code === 'number' ? parsed.code : 500, created: typeof parsed.created === 'string' ? parsed.created : recorded.toISOString() };
+    }
+  } catch {
+    // a bare message
+  }
+  return { message: text, code: 500, created: recorded.toISOString() };
+}
+
 /** A server as `GET /compute/v1/servers/{id}` shows it. */
 export interface ServerView {
   id: string;
@@ -44,7 +73,8 @@ export interface ServerView {
   node: string | null;
   cell: string | null;
   image: Record<string, unknown>;
-  fault: string | null;
+  /** Why the server is in ERROR (Nova's `fault`): null otherwise. */
+  fault: ServerFault | null;
   created_at: string;
   updated_at: string;
 }
@@ -75,7 +105,7 @@ export function serverView(row: InstanceRow, cell: string | null): ServerView {
     node: row.node,
     cell,
     image: row.image,
-    fault: row.fault,
+    fault: decodeFault(row.fault, row.updated_at),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

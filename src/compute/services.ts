@@ -57,9 +57,10 @@ export function liveExpression(store: Store, downTime: number) {
  * row (a crashed or stopped predecessor) is taken over. One conditional write decides, so two
  * processes starting with one host name cannot both win.
  */
-export async function registerService(store: Store, input: { host: string; binary: string; topic?: string | null }, downTime: number): Promise<number> {
+export async function registerService(store: Store, input: { host: string; binary: string; topic?: string | null; instanceToken?: string }, downTime: number): Promise<number> {
   const { db } = store;
-  const values = { last_seen_up: store.sqlNow(), updated_at: store.sqlNow(), topic: input.topic ?? null };
+  // A fresh token per registration: whoever holds the row now is told apart from a predecessor.
+  const values = { last_seen_up: store.sqlNow(), updated_at: store.sqlNow(), topic: input.topic ?? null, instance_token: input.instanceToken ?? randomUUID() };
   for (let attempt = 0; attempt < 3; attempt++) {
     const taken = await db
       .updateTable('services')
@@ -100,6 +101,31 @@ export async function serviceHeartbeat(store: Store, id: number): Promise<boolea
 /** Marks a service down at once (graceful stop): others take over without waiting for the timeout. */
 export async function markServiceDown(store: Store, id: number): Promise<void> {
   await store.db.updateTable('services').set({ last_seen_up: null, updated_at: store.sqlNow() }).where('id', '=', id).execute();
+}
+
+/**
+ * Marks a crashed predecessor's row down at once — only while the row still carries the token that
+ * predecessor registered with, so a row someone else took since is never touched. The caller must
+ * know the predecessor is gone (`ironring up`'s lock file names a dead process). True when released.
+ */
+export async function releaseServiceOfDeadInstance(store: Store, row: { id: number; host: string; binary: string; instanceToken: string }): Promise<boolean> {
+  const res = await store.db
+    .updateTable('services')
+    .set({ last_seen_up: null, updated_at: store.sqlNow() })
+    .where('id', '=', row.id)
+    .where('host', '=', row.host)
+    .where('binary', '=', row.binary)
+    .where('instance_token', '=', row.instanceToken)
+    .executeTakeFirst();
+  const released = Number(res.numUpdatedRows) > 0;
+  if (released) await store.notify(SERVICES_CHANNEL, `down:${row.host}`).catch(() => undefined);
+  return released;
+}
+
+/** The token of the process that registered `host`/`binary` last; null when none. */
+export async function serviceInstance(store: Store, host: string, binary: string): Promise<{ id: number; instanceToken: string } | null> {
+  const row = await store.db.selectFrom('services').select(['id', 'instance_token']).where('host', '=', host).where('binary', '=', binary).executeTakeFirst();
+  return row && row.instance_token ? { id: row.id, instanceToken: row.instance_token } : null;
 }
 
 /** Every service of one binary with its liveness by the database clock, ordered by id. */

@@ -168,6 +168,8 @@ export interface ServicesTable {
   last_seen_up: NullableTimestamp;
   /** True once discovery has mapped this service's host to the cell. */
   mapped: Flag;
+  /** Random per start of the process holding the row (cell migration 0004); null before. */
+  instance_token: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }

@@ -24,12 +24,16 @@ import { migrateDatabase } from '../db/migrate.js';
 import { Conductor } from '../conductor/conductor.js';
 import { injectTransport } from '../api/routes/compute-servers.js';
 import { CellStores } from '../cells/cell-stores.js';
-import { createCell, findCell, mapCell0 } from '../cells/cells.js';
+import { CELL0_UUID, COMPUTE_BINARY, createCell, findCell, mapCell0 } from '../cells/cells.js';
 import type { CellMapping } from '../cells/cells.js';
 import { CellNotFound } from '../cells/errors.js';
 import { databaseKey } from '../cells/cell-stores.js';
 import { BaremetalClient } from '../compute/baremetal-client.js';
 import { ComputeService } from '../compute/compute-service.js';
+import { SCHEDULER_BINARY, releaseServiceOfDeadInstance, serviceInstance } from '../compute/services.js';
+import { MEMBERSHIP_CHANNEL } from '../cluster/membership.js';
+import { InstanceLock } from './instance-lock.js';
+import type { InstanceRecord, InstanceRows } from './instance-lock.js';
 import { schedulerFromConfig } from '../scheduler/process.js';
 import type { SchedulerService } from '../scheduler/scheduler-service.js';
 
@@ -55,16 +59,24 @@ export interface RunningServices {
  */
 export async function startAllInOne(config: Config, logger: Logger, defaults: { tftp: boolean; http: boolean } = { tftp: false, http: false }): Promise<RunningServices> {
   await mkdir(config.DEFAULT.data_dir, { recursive: true });
-  // The API and the conductor of this process share the RPC secret; made on first start, so the
-  // RPC port is never open to anyone who reaches it, whatever address it binds.
-  if (config.json_rpc.auth_strategy === 'hmac' && ensureSecret(config.json_rpc.secret_file).created) {
-    logger.info({ file: config.json_rpc.secret_file }, 'created the RPC secret ([json_rpc] secret_file); copy it to conductors and APIs that join this deployment');
+  // First of all: a live `up` of this host from this directory is refused before anything starts.
+  const lock = await InstanceLock.acquire(config.DEFAULT.data_dir, config.DEFAULT.host);
+  let store: Store;
+  try {
+    // The API and the conductor of this process share the RPC secret; made on first start, so the
+    // RPC port is never open to anyone who reaches it, whatever address it binds.
+    if (config.json_rpc.auth_strategy === 'hmac' && ensureSecret(config.json_rpc.secret_file).created) {
+      logger.info({ file: config.json_rpc.secret_file }, 'created the RPC secret ([json_rpc] secret_file); copy it to conductors and APIs that join this deployment');
+    }
+    store = await openDatabase(config.database.url, {
+      maxPoolSize: config.database.max_pool_size,
+      connectTimeout: config.database.connect_timeout,
+      sqliteBusyTimeout: config.database.sqlite_busy_timeout,
+    });
+  } catch (err) {
+    await lock.release();
+    throw err;
   }
-  const store: Store = await openDatabase(config.database.url, {
-    maxPoolSize: config.database.max_pool_size,
-    connectTimeout: config.database.connect_timeout,
-    sqliteBusyTimeout: config.database.sqlite_busy_timeout,
-  });
   let app: FastifyInstance | undefined;
   let conductor: Conductor | undefined;
   let apiStore: Store | undefined;
@@ -83,6 +95,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
       await cells.close();
       if (apiStore && apiStore !== store) await apiStore.close();
       await store.close();
+      await lock.release();
       logger.info('stopped');
     })());
   try {
@@ -103,6 +116,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     cells.share(config.api_database.url, apiStore);
     await mapCell0(apiStore, cells, config.api_database.url);
     const cell = await ensureCell(apiStore, cells, config.compute.cell, config.database.url, logger);
+    if (lock.previous) await takeBackRows(lock.previous, { store, apiStore, cells }, logger);
     app = buildApi({ store, config, logger, compute: { api: apiStore, cells } });
     const apiUrl = await listenApi(app, config.api.address);
     logger.info({ url: apiUrl }, 'API listening');
@@ -126,6 +140,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     await compute.start();
     scheduler = schedulerFromConfig(config, logger, apiStore, cells);
     await scheduler.start();
+    await lock.recordRows(await registeredRows({ conductor: started, computeHost: compute.host, cell, store, apiStore, cells }));
     const s = config.scheduler;
     return {
       dataDir: config.DEFAULT.data_dir,
@@ -154,6 +169,63 @@ function rpcAuthSummary(config: Config): string {
   if (rpc.auth_strategy === 'hmac') return `signed with ${rpc.secret_file}`;
   if (rpc.auth_strategy === 'http_basic') return `http_basic, users in ${rpc.http_basic_auth_user_file}`;
   return 'UNAUTHENTICATED (noauth)';
+}
+
+interface Stores {
+  store: Store;
+  apiStore: Store;
+  cells: CellStores;
+}
+
+/**
+ * The rows a dead predecessor (same host, same data directory) registered are marked down at once,
+ * each only while it still carries that process's fingerprint — so the ordinary registrations that
+ * follow take them over instead of waiting for their heartbeats to expire.
+ */
+async function takeBackRows(previous: InstanceRecord, { store, apiStore, cells }: Stores, logger: Logger): Promise<void> {
+  const taken: string[] = [];
+  // Each row on its own: one that cannot be taken back (its cell deleted meanwhile…) only means
+  // that role waits for its heartbeat to expire, as before.
+  const attempt = async (what: string, take: () => Promise<boolean>) => {
+    try {
+      if (await take()) taken.push(what);
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, `cannot take back the ${what} row of the previous process`);
+    }
+  };
+  const { conductor, compute, scheduler } = previous;
+  if (conductor) {
+    await attempt(`conductor ${conductor.hostname}`, async () => {
+      let q = store.db.updateTable('conductors').set({ online: false }).where('id', '=', conductor.id).where('hostname', '=', conductor.hostname);
+      q = conductor.rpcUrl === null ? q.where('rpc_url', 'is', null) : q.where('rpc_url', '=', conductor.rpcUrl);
+      if (Number((await q.executeTakeFirst()).numUpdatedRows) === 0) return false;
+      await store.notify(MEMBERSHIP_CHANNEL, `offline:${conductor.hostname}`).catch(() => undefined);
+      return true;
+    });
+  }
+  if (compute) {
+    await attempt(`compute service ${compute.host}`, async () =>
+      releaseServiceOfDeadInstance(await cells.get(await findCell(apiStore, compute.cellUuid)), { id: compute.serviceId, host: compute.host, binary: COMPUTE_BINARY, instanceToken: compute.instanceToken }),
+    );
+  }
+  if (scheduler) {
+    await attempt(`scheduler ${scheduler.host}`, async () =>
+      releaseServiceOfDeadInstance(await cells.get(await findCell(apiStore, CELL0_UUID)), { id: scheduler.serviceId, host: scheduler.host, binary: SCHEDULER_BINARY, instanceToken: scheduler.instanceToken }),
+    );
+  }
+  logger.warn({ pid: previous.pid, since: previous.startedAt, taken }, 'the previous ironring up of this host and data directory is gone (killed?): took its rows back');
+}
+
+/** What this start registered, for the lock file. */
+async function registeredRows(input: { conductor: Conductor; computeHost: string; cell: CellMapping } & Stores): Promise<InstanceRows> {
+  const { conductor, computeHost, cell, apiStore, cells } = input;
+  const rows: InstanceRows = { conductor: { id: conductor.id, hostname: conductor.hostname, rpcUrl: conductor.rpcUrl } };
+  const compute = await serviceInstance(await cells.get(cell), computeHost, COMPUTE_BINARY);
+  if (compute) rows.compute = { cellUuid: cell.uuid, host: computeHost, serviceId: compute.id, instanceToken: compute.instanceToken };
+  const cell0Store = await cells.get(await findCell(apiStore, CELL0_UUID));
+  const scheduler = await serviceInstance(cell0Store, computeHost, SCHEDULER_BINARY);
+  if (scheduler) rows.scheduler = { host: computeHost, serviceId: scheduler.id, instanceToken: scheduler.instanceToken };
+  return rows;
 }
 
 /** The cell this deployment's compute service belongs to, created on first start. */

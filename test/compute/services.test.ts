@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { applyPlan, readComputeNodes } from '../../src/compute/compute-nodes.js';
 import { planFor } from '../../src/compute/ownership.js';
-import { COMPUTE_BINARY, DuplicateService, listServices, markServiceDown, registerService, serviceHeartbeat } from '../../src/compute/services.js';
+import { COMPUTE_BINARY, DuplicateService, listServices, markServiceDown, registerService, releaseServiceOfDeadInstance, serviceHeartbeat, serviceInstance } from '../../src/compute/services.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
@@ -35,6 +35,21 @@ for (const engine of engines) {
       // A crashed predecessor's stale row is taken over by the next process with that host.
       await db.store.db.updateTable('services').set({ last_seen_up: db.store.sqlSecondsAgo(61) }).where('id', '=', a).execute();
       expect(await registerService(db.store, { host: 'a', binary: COMPUTE_BINARY }, 60)).toBe(a);
+    });
+
+    it('lets a restart take back a live row only while it carries the dead process\'s instance token', async () => {
+      const id = await registerService(db.store, { host: 'r1', binary: COMPUTE_BINARY }, 60);
+      const dead = (await serviceInstance(db.store, 'r1', COMPUTE_BINARY))!;
+      expect(dead.id).toBe(id);
+      // Someone else's token (the row taken over since): untouched, still live, still refused.
+      expect(await releaseServiceOfDeadInstance(db.store, { id, host: 'r1', binary: COMPUTE_BINARY, instanceToken: 'not-the-holder' })).toBe(false);
+      await expect(registerService(db.store, { host: 'r1', binary: COMPUTE_BINARY }, 60)).rejects.toThrow(DuplicateService);
+      // The dead holder's token: marked down at once, and the restart registers with a new token.
+      expect(await releaseServiceOfDeadInstance(db.store, { host: 'r1', binary: COMPUTE_BINARY, ...dead })).toBe(true);
+      expect(await registerService(db.store, { host: 'r1', binary: COMPUTE_BINARY }, 60)).toBe(id);
+      const now = (await serviceInstance(db.store, 'r1', COMPUTE_BINARY))!;
+      expect(now.instanceToken).not.toBe(dead.instanceToken);
+      expect(await releaseServiceOfDeadInstance(db.store, { id, host: 'r1', binary: COMPUTE_BINARY, instanceToken: dead.instanceToken })).toBe(false);
     });
   });
 

@@ -35,7 +35,7 @@ describe.each(engines)('migrations on %s', (engine) => {
   it('creates every table of the schema on an empty database', async () => {
     expect(await tableNames()).toEqual([]);
     const reports = await migrateDatabase(store);
-    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates'] : s === 'baremetal' ? ['0001_initial', '0002_node_order'] : ['0001_initial']]));
+    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token'] : s === 'baremetal' ? ['0001_initial', '0002_node_order'] : ['0001_initial']]));
     const names = await tableNames();
     for (const table of TABLES) expect(names).toContain(table);
   });
@@ -67,7 +67,7 @@ describe.each(engines)('migrations on %s', (engine) => {
     } finally {
       await other.close();
     }
-    expect(await appliedMigrations(store, 'cell')).toEqual(['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates']);
+    expect(await appliedMigrations(store, 'cell')).toEqual(['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token']);
   });
 
   describe('with the schema applied', () => {

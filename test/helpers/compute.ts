@@ -27,7 +27,7 @@ export interface ServerJson {
   status: string;
   host: string | null;
   node: string | null;
-  fault: string | null;
+  fault: { message: string; code: number; created: string } | null;
 }
 
 export interface ServiceJson {
@@ -159,8 +159,8 @@ export class ComputeDeployment {
   }
 
   /** POST /compute/v1/servers; the raw answer. */
-  createServer(resourceClass: string, name?: string) {
-    return this.request<ServerJson>('POST', '/compute/v1/servers', { ...(name ? { name } : {}), resource_class: resourceClass, image: IMAGE });
+  createServer(resourceClass: string, name?: string, image: typeof IMAGE = IMAGE) {
+    return this.request<ServerJson>('POST', '/compute/v1/servers', { ...(name ? { name } : {}), resource_class: resourceClass, image });
   }
 
   /** Creates a server and waits until it is ACTIVE; throws with the reason otherwise. */
@@ -170,7 +170,7 @@ export class ComputeDeployment {
     let server = res.json;
     await waitUntil(async () => {
       server = (await this.server(res.json.id))!;
-      if (server.status === 'ERROR') throw new Error(`server ${server.id} failed: ${server.fault}`);
+      if (server.status === 'ERROR') throw new Error(`server ${server.id} failed: ${server.fault?.message}`);
       return server.status === 'ACTIVE';
     }, timeoutMs, `server ${res.json.id} to be ACTIVE`);
     return server;

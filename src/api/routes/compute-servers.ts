@@ -6,8 +6,10 @@
  *   ramdisk_checksum } }` → 202 with the server (`status` BUILD); the scheduler library picks and
  *   claims a node at once (409 with the reason when none fits), the node's compute service deploys it.
  * - `GET /compute/v1/servers`, `GET /compute/v1/servers/{id}`.
- * - `DELETE /compute/v1/servers/{id}` → 202 (`status` DELETING); the compute service undeploys the
- *   node and removes the server.
+ * - `DELETE /compute/v1/servers/{id}` → 202 (`status` DELETING), in any state (BUILD, ACTIVE, ERROR);
+ *   the compute service undeploys the node (from `active` or a failed deploy), or lets go of it where
+ *   undeploy cannot take it, and removes the server. A server in ERROR shows Nova's `fault`
+ *   (`{message, code, created}`).
  * - `GET /compute/v1/services`, `GET /compute/v1/compute-nodes`.
  *
  * Registered by `buildApi` as one plugin. It reaches the bare-metal tier only through the bare-metal

@@ -10,6 +10,7 @@ import type { InterfaceType } from '../../drivers/hardware-type.js';
 import { IPMI_HARDWARE } from '../../drivers/ipmi/ipmi-hardware.js';
 import { apiRequest, clientContext, withClientOptions } from '../client.js';
 import { emit, renderRecord, renderTable } from '../output.js';
+import { nodeFailure, waitForNode, WaitFailed, waitSeconds } from '../wait.js';
 
 type NodeJson = Record<string, unknown> & { uuid: string; name: string | null; provision_state: string; target_provision_state?: string | null };
 
@@ -41,16 +42,6 @@ function objectFrom(pairs: string[] | undefined, flag: string): Record<string, u
 }
 
 
-
-async function waitFor(base: string, ident: string, done: (n: NodeJson) => boolean, seconds: number): Promise<NodeJson> {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
-    const node = await apiRequest<NodeJson>(base, 'GET', `/v1/nodes/${encodeURIComponent(ident)}`);
-    if (done(node)) return node;
-    if (Date.now() > deadline) throw new UsageError(`node ${ident} did not finish within ${seconds} s (now ${node.provision_state})`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 /** `--boot-interface` and the like: the flag, its commander key and the node field it patches. */
 const INTERFACE_FLAGS = INTERFACE_TYPES.map((type) => ({
@@ -193,16 +184,22 @@ export function nodeCommand(): Command {
 
   for (const [verb, target, settled, description] of PROVISION) {
     withClientOptions(node.command(verb).description(description).argument('<node>', 'node uuid or name'))
-      .addOption(new Option('--wait [seconds]', 'wait until the node settles (default 600 s)'))
+      .addOption(
+        new Option(
+          '--wait [seconds]',
+          `wait until the node rests (default 600 s): exit 0 when it ${settled ? `is ${settled}` : 'rests'}; exit 1 with its last_error on stderr as soon as it fails (a "* failed" state, error, or a rest elsewhere such as enroll after a failed BMC check)`,
+        ),
+      )
       .action(async (ident: string, opts: { wait?: string | boolean }, command: Command) => {
         const { base, format } = clientContext(command);
+        const seconds = waitSeconds(opts.wait, 600);
         await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/provision`, { target });
-        if (opts.wait === undefined) return void process.stdout.write(`Requested ${verb} of node ${ident}\n`);
-        const seconds = opts.wait === true ? 600 : Number(opts.wait);
-        if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--wait: expected seconds, got ${JSON.stringify(opts.wait)}`);
-        const n = await waitFor(base, ident, (x) => !x.target_provision_state && (settled === '' || x.provision_state === settled || /failed|error/.test(x.provision_state)), seconds);
-        emit(format, n, () => `node ${ident} is ${n.provision_state}${n.last_error ? ` (${String(n.last_error)})` : ''}`);
-        if (settled !== '' && n.provision_state !== settled) process.exitCode = 1;
+        if (seconds === null) return void process.stdout.write(`Requested ${verb} of node ${ident}\n`);
+        const n = await waitForNode(base, ident, seconds);
+        const failure = nodeFailure(n, settled);
+        // Scripts still get the node on stdout; people get the reason once, on stderr.
+        if (failure === null || format === 'json') emit(format, n, () => `node ${ident} is ${n.provision_state}`);
+        if (failure !== null) throw new WaitFailed(`${verb} of node ${ident} failed: ${failure}`);
       });
   }
 

@@ -3,30 +3,23 @@
  * list, show, delete — table output by default, `--format json` for scripts.
  */
 import { Command, Option } from 'commander';
-import { IronringError, UsageError } from '../../common/errors.js';
 import { ApiRequestFailed, apiRequest, clientContext, withClientOptions } from '../client.js';
 import { emit, renderRecord, renderTable } from '../output.js';
+import { FAILED_STATES, oneLine, POLL_MS, sleep, WaitFailed, waitSeconds, WaitTimedOut } from '../wait.js';
+import type { WaitedNode } from '../wait.js';
 import type { ServerView } from '../../compute/instances.js';
 
 /** The API's shape of a server (a type only: the CLI loads no compute code). */
 type ServerJson = ServerView;
 
-/** Thrown when a server waited for ends in ERROR. */
-export class ServerFailed extends IronringError {
-  override readonly exitCode = 1;
-}
+/** Thrown when a server waited for ends in ERROR, or its node fails; exit code 1. */
+export class ServerFailed extends WaitFailed {}
 
-const waitOption = () => new Option('--wait [seconds]', 'wait until the operation finishes (default 300 s)');
+const waitOption = () =>
+  new Option('--wait [seconds]', 'wait until the operation finishes (default 300 s); exit 1 with the reason on stderr as soon as the server or its node fails');
 
-function waitSeconds(value: string | boolean | undefined): number | null {
-  if (value === undefined || value === false) return null;
-  if (value === true) return 300;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--wait: expected seconds > 0, got ${JSON.stringify(value)}`);
-  return n;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The one-line reason of a server's fault. */
+const faultText = (s: ServerJson) => (s.fault ? oneLine(s.fault.message) : 'no reason given');
 
 const record = (s: ServerJson) => ({
   id: s.id,
@@ -36,7 +29,7 @@ const record = (s: ServerJson) => ({
   host: s.host,
   node: s.node,
   cell: s.cell,
-  fault: s.fault,
+  fault: s.fault ? s.fault.message : null,
   created_at: s.created_at,
   updated_at: s.updated_at,
 });
@@ -68,23 +61,33 @@ export function serverCommand(): Command {
     )
     .action(async (opts: { resourceClass: string; imageKernel: string; imageKernelChecksum: string; imageRamdisk: string; imageRamdiskChecksum: string; name?: string; wait?: string | boolean }, command: Command) => {
       const { base, format } = clientContext(command);
-      const wait = waitSeconds(opts.wait);
+      const wait = waitSeconds(opts.wait, 300);
       const body = {
         ...(opts.name !== undefined ? { name: opts.name } : {}),
         resource_class: opts.resourceClass,
         image: { kernel: opts.imageKernel, kernel_checksum: opts.imageKernelChecksum, ramdisk: opts.imageRamdisk, ramdisk_checksum: opts.imageRamdiskChecksum },
       };
       let s = await apiRequest<ServerJson>(base, 'POST', '/compute/v1/servers', body);
+      let nodeFailed: string | null = null;
       if (wait !== null) {
         const deadline = Date.now() + wait * 1000;
         while (s.status === 'BUILD') {
-          if (Date.now() > deadline) throw new UsageError(`server ${s.id} did not become ACTIVE within ${wait} s (still ${s.status} on node ${s.node})`);
-          await sleep(250);
+          // The node's own failure ends the wait at once, even before the compute service records it.
+          if (s.node) {
+            const node = await apiRequest<WaitedNode>(base, 'GET', `/v1/nodes/${encodeURIComponent(s.node)}`);
+            if (FAILED_STATES.has(node.provision_state)) {
+              nodeFailed = `node ${s.node} is ${node.provision_state}: ${typeof node.last_error === 'string' && node.last_error ? oneLine(node.last_error) : 'no last_error given'}`;
+              break;
+            }
+          }
+          if (Date.now() > deadline) throw new WaitTimedOut(`server ${s.id} did not become ACTIVE within ${wait} s (still ${s.status} on node ${s.node})`);
+          await sleep(POLL_MS);
           s = await apiRequest<ServerJson>(base, 'GET', `/compute/v1/servers/${s.id}`);
         }
       }
-      emit(format, s, () => renderRecord(record(s)));
-      if (wait !== null && s.status === 'ERROR') throw new ServerFailed(`server ${s.id} failed: ${s.fault ?? 'no reason given'}`);
+      const failed = wait !== null && (s.status === 'ERROR' || nodeFailed !== null);
+      if (!failed || format === 'json') emit(format, s, () => renderRecord(record(s)));
+      if (failed) throw new ServerFailed(`server ${s.id} failed: ${s.status === 'ERROR' ? faultText(s) : nodeFailed}`);
     });
 
   withClientOptions(server.command('list').description('list servers of every cell'))
@@ -114,7 +117,7 @@ export function serverCommand(): Command {
     .addOption(waitOption())
     .action(async (ids: string[], opts: { wait?: string | boolean }, command: Command) => {
       const { base, format } = clientContext(command);
-      const wait = waitSeconds(opts.wait);
+      const wait = waitSeconds(opts.wait, 300);
       const deleted: string[] = [];
       for (const id of ids) {
         await apiRequest(base, 'DELETE', `/compute/v1/servers/${encodeURIComponent(id)}`);
@@ -127,8 +130,8 @@ export function serverCommand(): Command {
               if (err instanceof ApiRequestFailed && /^404 /.test(err.message)) break;
               throw err;
             }
-            if (Date.now() > deadline) throw new UsageError(`server ${id} was not deleted within ${wait} s`);
-            await sleep(250);
+            if (Date.now() > deadline) throw new WaitTimedOut(`server ${id} was not deleted within ${wait} s`);
+            await sleep(POLL_MS);
           }
         }
         deleted.push(id);

@@ -11,7 +11,9 @@ export function upCommand(): Command {
         '--data-dir unless --database is given), serve the REST API and the compute API, and run a conductor, a compute ' +
         'service (host = --host, in the cell named by [compute] cell, created on first start) and the scheduler. Further ' +
         '`ironring compute --host NAME --data-dir DIR` processes join the same cell. Stops cleanly on SIGINT or ' +
-        'SIGTERM; a second signal exits at once.',
+        'SIGTERM; a second signal exits at once. A lock file per host in the data directory (up-<host>.lock) refuses a ' +
+        'second `up` of the same host and directory while the first runs, and lets a restart after a crash (kill -9) take ' +
+        'its rows back at once instead of waiting for their heartbeats to expire.',
     )
     .addOption(new Option('--data-dir <dir>', 'directory for local state (overrides data_dir)').default(undefined, './ironring-data'))
     .addOption(new Option('--api-address <host:port>', 'address the API listens on (overrides [api] address)').default(undefined, '127.0.0.1:6385'))
