@@ -17,7 +17,9 @@ import { loadConfig } from '../../src/config/load.js';
 import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
-import { startConductor, TEST_HEARTBEAT_TIMEOUT, waitUntil } from '../helpers/conductors.js';
+import { startCli } from '../helpers/cli.js';
+import type { CliProcess } from '../helpers/cli.js';
+import { startConductor, TEST_HEARTBEAT_INTERVAL, TEST_HEARTBEAT_TIMEOUT, waitUntil } from '../helpers/conductors.js';
 import type { RunningConductor } from '../helpers/conductors.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 import type { TestDatabase } from '../helpers/databases.js';
@@ -159,5 +161,84 @@ describe.each(engines)('work left behind by a killed conductor on %s', { timeout
     await waitUntil(async () => !(await listConductors(store, TEST_HEARTBEAT_TIMEOUT)).some((c) => c.hostname === 'c1' && c.alive), 15_000, 'the killed conductor to be judged dead');
     const again = await start('c1', first.dataDir);
     await verify(cases, uuids, again);
+  });
+});
+
+describe('ironring up killed with SIGKILL in the middle of an undeploy (SQLite)', { timeout: 90_000 }, () => {
+  let dir: string;
+  const procs: CliProcess[] = [];
+
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'ironring-stranded-up-'));
+  });
+  afterAll(async () => {
+    for (const p of procs) {
+      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      await p.exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Starts `ironring up` on `dataDir` with short heartbeats; resolves with its API base URL, or null when it refused to start. */
+  async function up(dataDir: string): Promise<{ proc: CliProcess; base: string } | null> {
+    const proc = startCli(
+      ['up', '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio', '--data-dir', dataDir],
+      {
+        cwd: dir,
+        env: {
+          IRONRING_CONDUCTOR_HEARTBEAT_INTERVAL: String(TEST_HEARTBEAT_INTERVAL),
+          IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(TEST_HEARTBEAT_TIMEOUT),
+          IRONRING_COMPUTE_REPORT_INTERVAL: '1',
+          IRONRING_COMPUTE_SERVICE_DOWN_TIME: '2',
+        },
+      },
+    );
+    procs.push(proc);
+    try {
+      const m = await proc.waitForOutput(/API: +(http:\/\/127\.0\.0\.1:\d+)\/v1/, 30_000);
+      return { proc, base: m[1]! };
+    } catch {
+      return null;
+    }
+  }
+
+  it('the restarted process finishes the tear-down (or fails it for a node in maintenance) and the node takes actions again', async () => {
+    const dataDir = path.join(dir, 'state');
+    const first = await up(dataDir);
+    expect(first).not.toBeNull();
+    const store = await openDatabase(`sqlite://${path.join(dataDir, 'ironring.db')}`);
+    try {
+      const images = writeTestImages(path.join(dir, 'images'));
+      // An undeploy under way in the process: `deleting`, locked by its conductor.
+      const cases: StrandedCase[] = [
+        { name: 'undeploy', state: 'deleting', target: 'available', expect: 'available', then: 'manage' },
+        { name: 'undeploy in maintenance', state: 'deleting', target: 'available', maintenance: true, expect: 'error', lastError: /^"deleting" was interrupted .* the node is in maintenance; moved to "error"$/, then: 'deleted' },
+      ];
+      const uuids = await stageStrandedNodes(store, cases, images, 'aio');
+      first!.proc.child.kill('SIGKILL');
+      await first!.proc.exited;
+
+      // A restart is refused while the killed process's heartbeats look fresh; it is accepted once they are stale.
+      let again: { proc: CliProcess; base: string } | null = null;
+      await waitUntil(async () => (again = await up(dataDir)) !== null, 30_000, 'ironring up to start again');
+      const { base } = again!;
+      const node = async (uuid: string) =>
+        (await (await fetch(`${base}/v1/nodes/${uuid}`, { headers: H })).json()) as { provision_state: string; target_provision_state: string | null; reservation: string | null; last_error: string | null };
+      for (const [i, c] of cases.entries()) {
+        await waitUntil(async () => {
+          const n = await node(uuids[i]!);
+          return n.provision_state === c.expect && n.target_provision_state === null && n.reservation === null;
+        }, 20_000, `${c.name} to end in ${c.expect}`).catch(async (err: unknown) => {
+          throw new Error(`${(err as Error).message}: ${JSON.stringify(await node(uuids[i]!))}`);
+        });
+        const n = await node(uuids[i]!);
+        if (c.lastError) expect(n.last_error).toMatch(c.lastError);
+        else expect(n.last_error).toBeNull();
+        const res = await fetch(`${base}/v1/nodes/${uuids[i]}/states/provision`, { method: 'PUT', headers: { ...H, 'content-type': 'application/json' }, body: JSON.stringify({ target: c.then }) });
+        expect(`${c.name}: ${c.then} → ${res.status}`).toBe(`${c.name}: ${c.then} → 202`);
+      }
+    } finally {
+      await store.close();
+    }
   });
 });
