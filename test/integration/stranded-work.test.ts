@@ -150,6 +150,11 @@ describe.each(engines)('work left behind by a killed conductor on %s', { timeout
     const uuids = await stageStrandedNodes(store, cases, images, 'c2');
     await killed(c2);
     await verify(cases, uuids, c1);
+    // The survivor's /metrics count what it did with the work left behind.
+    const metrics = await (await fetch(`${c1.rpcUrl}/metrics`)).text();
+    const count = (name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    expect(count('ironring_conductor_resumed_total')).toBe(cases.filter((c) => c.lastError === undefined && c.state !== c.expect).length);
+    expect(count('ironring_conductor_stranded_failed_total')).toBe(cases.filter((c) => c.maintenance || c.resumedBefore).length);
   });
 
   it('the same conductor, restarted after SIGKILL, resumes or fails the work it left', async () => {
