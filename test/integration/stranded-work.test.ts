@@ -23,7 +23,7 @@ import { startConductor, TEST_HEARTBEAT_INTERVAL, TEST_HEARTBEAT_TIMEOUT, waitUn
 import type { RunningConductor } from '../helpers/conductors.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 import type { TestDatabase } from '../helpers/databases.js';
-import { stageStrandedNodes, strandedCases, writeTestImages } from '../helpers/takeover.js';
+import { seedDeployedNodes, stageStrandedNodes, strandedCases, writeTestImages } from '../helpers/takeover.js';
 import type { StrandedCase, TestImages } from '../helpers/takeover.js';
 
 const engines = await testEngines();
@@ -169,7 +169,7 @@ describe.each(engines)('work left behind by a killed conductor on %s', { timeout
   });
 });
 
-describe('ironring up killed with SIGKILL in the middle of an undeploy (SQLite)', { timeout: 90_000 }, () => {
+describe('ironring up killed with SIGKILL in the middle of an undeploy and a power action (SQLite)', { timeout: 90_000 }, () => {
   let dir: string;
   const procs: CliProcess[] = [];
 
@@ -220,6 +220,9 @@ describe('ironring up killed with SIGKILL in the middle of an undeploy (SQLite)'
         { name: 'undeploy in maintenance', state: 'deleting', target: 'available', maintenance: true, expect: 'error', lastError: /^"deleting" was interrupted .* the node is in maintenance; moved to "error"$/, then: 'deleted' },
       ];
       const uuids = await stageStrandedNodes(store, cases, images, 'aio');
+      // And a power action under way on an active node.
+      const [powering] = await seedDeployedNodes(store, 1, images, { first: 60_000 });
+      await store.db.updateTable('nodes').set({ target_power_state: 'power off', reservation: 'aio' }).where('uuid', '=', powering!.uuid).execute();
       first!.proc.child.kill('SIGKILL');
       await first!.proc.exited;
 
@@ -242,6 +245,12 @@ describe('ironring up killed with SIGKILL in the middle of an undeploy (SQLite)'
         const res = await fetch(`${base}/v1/nodes/${uuids[i]}/states/provision`, { method: 'PUT', headers: { ...H, 'content-type': 'application/json' }, body: JSON.stringify({ target: c.then }) });
         expect(`${c.name}: ${c.then} → ${res.status}`).toBe(`${c.name}: ${c.then} → 202`);
       }
+      // The power action died with the process: its pending target is cleared, so the next one is accepted.
+      const p = (await (await fetch(`${base}/v1/nodes/${powering!.uuid}`, { headers: H })).json()) as { target_power_state: string | null; reservation: string | null; last_error: string | null };
+      expect(p).toMatchObject({ target_power_state: null, reservation: null });
+      expect(p.last_error).toMatch(/^pending power action aborted: lock held by conductor aio released by conductor aio: conductor restarted$/);
+      const power = await fetch(`${base}/v1/nodes/${powering!.uuid}/states/power`, { method: 'PUT', headers: { ...H, 'content-type': 'application/json' }, body: JSON.stringify({ target: 'power off' }) });
+      expect(power.status).toBe(202);
     } finally {
       await store.close();
     }
