@@ -64,7 +64,12 @@ export interface SeededNode {
  * Inserts `count` fake-hardware nodes as a ramdisk deploy leaves them — `active`, pxe boot, ramdisk
  * deploy, instance kernel/ramdisk and a user image in instance_info — each with one pxe-enabled port.
  */
-export async function seedDeployedNodes(store: Store, count: number, images: TestImages, options: { first?: number; state?: string; group?: string } = {}): Promise<SeededNode[]> {
+export async function seedDeployedNodes(
+  store: Store,
+  count: number,
+  images: TestImages,
+  options: { first?: number; state?: string; group?: string; /** Column values for every row, in the same INSERT (a lock, a target…). */ columns?: Record<string, unknown> } = {},
+): Promise<SeededNode[]> {
   const first = options.first ?? 0;
   const seeded: SeededNode[] = [];
   for (let start = 0; start < count; start += 500) {
@@ -94,6 +99,7 @@ export async function seedDeployedNodes(store: Store, count: number, images: Tes
           image_source: images.user.url,
           image_checksum: images.user.checksum,
         }),
+        ...options.columns,
         mac: testMac(i),
       };
     });
@@ -313,28 +319,28 @@ export function strandedCases(): StrandedCase[] {
 
 /**
  * Stages `cases` as a conductor doing their work leaves them when it dies: one seeded node per case
- * (fake hardware, pxe boot, ramdisk deploy, one port), in the case's state and target, locked by
+ * (fake hardware, pxe boot, ramdisk deploy, fake inspect and rescue, one port), in the case's state and target, locked by
  * `holder`. Returns the node uuid of each case, in order.
  */
 export async function stageStrandedNodes(store: Store, cases: readonly StrandedCase[], images: TestImages, holder: string, first = 50_000): Promise<string[]> {
   const uuids: string[] = [];
   for (const [i, c] of cases.entries()) {
-    const [node] = await seedDeployedNodes(store, 1, images, { state: c.state, first: first + i });
+    // One INSERT with the lock in it: a live conductor must never see the node unlocked mid-staging.
+    const columns = {
+      name: `stranded-${first + i}`,
+      // Interfaces that can inspect and rescue: resumed work runs them for real.
+      inspect_interface: 'fake',
+      rescue_interface: 'fake',
+      target_provision_state: c.target,
+      maintenance: c.maintenance ?? false,
+      ...(c.maintenance ? { maintenance_reason: 'test' } : {}),
+      ...(c.noInstanceInfo ? { instance_info: '{}' } : {}),
+      ...(c.noDeployImages ? { driver_info: '{}' } : {}),
+      reservation: holder,
+    };
+    const [node] = await seedDeployedNodes(store, 1, images, { state: c.state, first: first + i, columns });
     const uuid = node!.uuid;
     uuids.push(uuid);
-    await store.db
-      .updateTable('nodes')
-      .set({
-        name: `stranded-${first + i}`,
-        target_provision_state: c.target,
-        maintenance: c.maintenance ?? false,
-        ...(c.maintenance ? { maintenance_reason: 'test' } : {}),
-        ...(c.noInstanceInfo ? { instance_info: '{}' } : {}),
-        ...(c.noDeployImages ? { driver_info: '{}' } : {}),
-        reservation: holder,
-      })
-      .where('uuid', '=', uuid)
-      .execute();
     if (c.resumedBefore) {
       const { id } = await store.db.selectFrom('nodes').select('id').where('uuid', '=', uuid).executeTakeFirstOrThrow();
       await store.db

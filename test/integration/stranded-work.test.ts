@@ -221,8 +221,7 @@ describe('ironring up killed with SIGKILL in the middle of an undeploy and a pow
       ];
       const uuids = await stageStrandedNodes(store, cases, images, 'aio');
       // And a power action under way on an active node.
-      const [powering] = await seedDeployedNodes(store, 1, images, { first: 60_000 });
-      await store.db.updateTable('nodes').set({ target_power_state: 'power off', reservation: 'aio' }).where('uuid', '=', powering!.uuid).execute();
+      const [powering] = await seedDeployedNodes(store, 1, images, { first: 60_000, columns: { target_power_state: 'power off', reservation: 'aio' } });
       first!.proc.child.kill('SIGKILL');
       await first!.proc.exited;
 
