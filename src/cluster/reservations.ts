@@ -132,8 +132,9 @@ const PG_DEADLOCK = '40P01';
 /**
  * Releases every lock held by conductor `deadHost` and records one `node_history` WARNING per node
  * released; returns the uuids of those nodes. A pending power action of a released node
- * (`target_power_state`) is cleared, with `last_error` saying it was aborted. Survivors call it for a conductor whose heartbeat
- * expired, and a conductor calls it for itself at start (locks left by its previous life).
+ * (`target_power_state`) is cleared, with `last_error` saying it was aborted. Survivors call it for
+ * a conductor whose heartbeat expired, and a conductor calls it for itself at start (locks left by
+ * its previous life).
  *
  * One `UPDATE … WHERE reservation = deadHost RETURNING` claims the nodes: when several survivors run
  * it at once, the database gives each node to exactly one of them (PostgreSQL re-checks the condition
