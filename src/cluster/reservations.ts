@@ -131,8 +131,10 @@ const PG_DEADLOCK = '40P01';
 
 /**
  * Releases every lock held by conductor `deadHost` and records one `node_history` WARNING per node
- * released; returns the uuids of those nodes. Survivors call it for a conductor whose heartbeat
- * expired, and a conductor calls it for itself at start (locks left by its previous life).
+ * released; returns the uuids of those nodes. A pending power action of a released node
+ * (`target_power_state`) is cleared, with `last_error` saying it was aborted. Survivors call it for
+ * a conductor whose heartbeat expired, and a conductor calls it for itself at start (locks left by
+ * its previous life).
  *
  * One `UPDATE … WHERE reservation = deadHost RETURNING` claims the nodes: when several survivors run
  * it at once, the database gives each node to exactly one of them (PostgreSQL re-checks the condition
@@ -145,6 +147,15 @@ const PG_DEADLOCK = '40P01';
 export async function releaseReservationsOf(store: Store, deadHost: string, options: ReleaseReservationsOptions): Promise<string[]> {
   const event = `lock held by conductor ${deadHost} released by conductor ${options.by}: ${options.reason}`;
   const run = async (db: Kysely<Database>): Promise<string[]> => {
+    // A power action runs in its lock holder's memory too: with the lock gone nobody finishes it, and
+    // the `target_power_state` it left would refuse every later power action (409) forever. Ironic's
+    // conductor clears it the same way at start, with `last_error` saying so.
+    await db
+      .updateTable('nodes')
+      .set({ target_power_state: null, last_error: `pending power action aborted: ${event}` })
+      .where('reservation', '=', deadHost)
+      .where('target_power_state', 'is not', null)
+      .execute();
     const released = await db
       .updateTable('nodes')
       .set({ reservation: null })

@@ -16,6 +16,7 @@ export class ConductorMetrics {
   readonly cleanups: Counter;
   readonly precaches: Counter;
   readonly resumed: Counter;
+  readonly strandedFailed: Counter;
   readonly failures: Counter;
   readonly ringVersion: Gauge;
   /** Power-state syncs run (`sync_power_state_interval`). */
@@ -54,6 +55,11 @@ export class ConductorMetrics {
     this.cleanups = new Counter({ name: 'ironring_conductor_cleanups_total', help: 'Nodes whose local boot state this conductor removed.', registers: [r] });
     this.precaches = new Counter({ name: 'ironring_conductor_precaches_total', help: 'Replica nodes whose kernel and ramdisk were pre-cached.', registers: [r] });
     this.resumed = new Counter({ name: 'ironring_conductor_resumed_total', help: 'In-flight operations of a departed conductor resumed here.', registers: [r] });
+    this.strandedFailed = new Counter({
+      name: 'ironring_conductor_stranded_failed_total',
+      help: 'In-flight operations of a departed conductor failed here because resuming them was not safe (maintenance, interrupted again).',
+      registers: [r],
+    });
     this.failures = new Counter({ name: 'ironring_conductor_reconcile_failures_total', help: 'Node take-overs, pre-caches or clean-ups that failed (retried).', registers: [r] });
     this.ringVersion = new Gauge({ name: 'ironring_conductor_ring_version', help: 'Ring version this conductor is on (+1 per membership change seen).', registers: [r] });
     this.powerSyncRuns = new Counter({ name: 'ironring_conductor_power_sync_runs_total', help: 'Power-state syncs run over the nodes this conductor owns.', registers: [r] });

@@ -20,6 +20,7 @@ import { applyAction, finishEvent, transition } from '../nodes/state-machine.js'
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
+import { failStrandedWork, resumeEvent, whyNotResume } from './stranded-work.js';
 
 /** The events a conductor fires when a state's work ends. */
 type StepEvent = 'done' | 'wait' | 'fail' | 'manage' | 'clean';
@@ -68,32 +69,40 @@ export class NodeOperations {
   }
 
   /**
-   * Resumes a working state (deploying, cleaning, deleting…) whose conductor went away, instead of
-   * failing it as Ironic does. False when the node is locked (someone is on it) or no longer in a
-   * working state.
+   * Takes over a working state (deploying, cleaning, deleting, verifying…) whose conductor went
+   * away: resumes it where that is safe, instead of failing it as Ironic does, and otherwise fails it
+   * to its failure state with `last_error` (maintenance, or interrupted again after a resume: see
+   * `stranded-work.ts`). Null when the node is locked (someone is on it) or no longer in a working
+   * state.
    */
-  async resume(uuid: string): Promise<boolean> {
+  async resume(uuid: string): Promise<'resumed' | 'failed' | null> {
     let task: NodeTask;
     try {
       task = await this.lock(uuid, 'resume', { attempts: 1, intervalMs: 0 });
     } catch (err) {
-      if (err instanceof NodeLocked) return false;
+      if (err instanceof NodeLocked) return null;
       throw err;
     }
     const state = task.node.provision_state;
     if (!RESUMABLE_STATES.has(state)) {
       await task.release();
-      return false;
+      return null;
     }
     try {
-      await task.recordHistory({ eventType: 'provisioning', severity: 'WARNING', event: `resuming "${state}" on conductor ${this.deps.host}: the conductor doing it went away` });
+      const why = await whyNotResume(this.deps.store, task.node);
+      if (why !== null) {
+        const to = await failStrandedWork(task, this.deps.host, why);
+        this.deps.logger.warn({ node: uuid, state, to, why }, 'failed the work of a departed conductor instead of resuming it');
+        return 'failed';
+      }
+      await task.recordHistory({ eventType: 'provisioning', severity: 'WARNING', event: resumeEvent(state, this.deps.host) });
     } catch (err) {
       await task.release();
       throw err;
     }
     this.deps.logger.warn({ node: uuid, state }, 'resuming the work of a departed conductor');
     this.background(task, () => this.drive(task));
-    return true;
+    return 'resumed';
   }
 
   private background(task: NodeTask, work: () => Promise<void>): void {

@@ -49,8 +49,11 @@ export interface ReconcilerOptions {
   /** This conductor's boot environment; without one, only affinity and in-flight work are handled. */
   boot: () => BootEnvironment | undefined;
   tracker: TaskTracker;
-  /** Resumes a working state a departed conductor left behind; false when the node could not be locked. */
-  resume: (uuid: string) => Promise<boolean>;
+  /**
+   * Takes over a working state a departed conductor left behind: resumes it, or fails it where
+   * resuming is not safe (`stranded-work.ts`); null when the node could not be locked.
+   */
+  resume: (uuid: string) => Promise<'resumed' | 'failed' | null>;
   logger: Logger;
   metrics: ConductorMetrics;
   replicas: number;
@@ -77,6 +80,8 @@ export interface PassReport {
   precached: number;
   cleanedUp: number;
   resumed: number;
+  /** Working states left behind that could not be resumed safely and were failed (with `last_error`). */
+  strandedFailed: number;
   /** Owned nodes left not current (locked elsewhere, failed): retried shortly. */
   pending: number;
   /** Of those, nodes whose take-over failed and that wait for their next try (exponential backoff up to 60 s). */

@@ -3,8 +3,9 @@
  * this conductor's local boot state in line with the ring. A pass reads the live ring, the group's
  * nodes (brief columns) and ports, and the node directories on disk, then per node: the **owner**
  * takes over nodes that boot from the network (batch lock, `deploy.prepare` + `deploy.takeOver`,
- * one flush, `conductor_affinity`, history; see `take-over.ts`) — maintenance or not — and resumes working states a
- * departed conductor left unlocked; a **replica** pre-caches kernels and ramdisks (never the user
+ * one flush, `conductor_affinity`, history; see `take-over.ts`) — maintenance or not — and resumes (or,
+ * where that is not safe, fails) every working state a departed conductor left unlocked, whatever
+ * its boot needs (`stranded-work.ts`); a **replica** pre-caches kernels and ramdisks (never the user
  * image); **anyone else** removes its files once the new owner has taken over, so a node is never
  * without a conductor serving its config. "Current" is remembered per node (its `updated_at` and
  * ports), so a pass over unchanged nodes touches no file; the start pass and the periodic safety
@@ -175,6 +176,7 @@ export class Reconciler {
       precached: 0,
       cleanedUp: 0,
       resumed: 0,
+      strandedFailed: 0,
       pending: 0,
       backingOff: 0,
       awaitingNewOwner: 0,
@@ -230,19 +232,25 @@ export class Reconciler {
       const nodePorts = ports.get(node.id) ?? [];
       if (owner === this.options.hostname) {
         report.owned += 1;
+        if (WORKING.has(node.provision_state)) {
+          // Work of a working state runs in the memory of the conductor holding the lock: found
+          // unlocked, nobody is doing it (its conductor died or stopped, or this one restarted). It
+          // is resumed or failed here whatever the state's boot needs — `deleting` or `verifying`
+          // need no boot files, yet must not be left to sit forever. Maintenance or not: `resume`
+          // fails instead of resuming where that is not safe.
+          if (node.reservation === null) resume.push(node);
+          else if (node.reservation !== this.options.hostname) report.pending += 1;
+          continue;
+        }
         if (!needs) {
           this.current.delete(node.uuid);
           // Left-overs of a node that no longer boots from the network (a crash between steps).
-          if (disk.has(node.uuid) && node.reservation === null && !WORKING.has(node.provision_state)) cleanUp.push(node.uuid);
+          if (disk.has(node.uuid) && node.reservation === null) cleanUp.push(node.uuid);
           continue;
         }
         if (node.reservation !== null) {
           // Our own operation on it keeps its files current itself; anyone else's: try again soon.
           if (node.reservation !== this.options.hostname || node.conductor_affinity !== me) report.pending += 1;
-          continue;
-        }
-        if (WORKING.has(node.provision_state) && !node.maintenance) {
-          resume.push(node);
           continue;
         }
         const fp = fingerprint(node.stamp, nodePorts);
@@ -294,9 +302,13 @@ export class Reconciler {
     for (const node of resume) {
       if (this.stopped) break;
       try {
-        if (await this.options.resume(node.uuid)) {
+        const outcome = await this.options.resume(node.uuid);
+        if (outcome === 'resumed') {
           report.resumed += 1;
           metrics.resumed.inc();
+        } else if (outcome === 'failed') {
+          report.strandedFailed += 1;
+          metrics.strandedFailed.inc();
         } else {
           report.pending += 1;
         }
@@ -379,7 +391,7 @@ export class Reconciler {
     metrics.lastPassSeconds.set(report.durationMs / 1000);
     metrics.passSeconds.observe({ trigger: trigger.split(' ')[0] }, report.durationMs / 1000);
     metrics.ringVersion.set(ringVersion);
-    const worked = report.takenOver + report.cleanedUp + report.resumed + report.precached + report.failed;
+    const worked = report.takenOver + report.cleanedUp + report.resumed + report.strandedFailed + report.precached + report.failed;
     (worked > 0 ? this.log.info.bind(this.log) : this.log.debug.bind(this.log))(
       { ...report, durationMs: Math.round(report.durationMs) },
       'reconcile pass',

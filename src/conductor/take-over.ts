@@ -3,7 +3,10 @@
  * state is missing or stale here are taken over in batches of `BATCH`:
  *
  * 1. one UPDATE locks the batch (nodes someone else holds stay pending);
- * 2. the workers rebuild each node's boot state (`deploy.prepare` + `deploy.takeOver`);
+ * 2. the workers rebuild each node's boot state (`deploy.prepare` — not for a node running the
+ *    deploy ramdisk — and `deploy.takeOver`); a waiting node whose boot state cannot be rebuilt
+ *    after `WAITING_TAKE_OVER_TRIES` tries is failed rather than left waiting for a call-back that
+ *    cannot come;
  * 3. one flush of the file systems makes the batch's files durable;
  * 4. one UPDATE sets `conductor_affinity` and unlocks the done nodes, one more unlocks the failed
  *    ones, one INSERT records the moves in the node history.
@@ -16,7 +19,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../common/logger.js';
 import { announceNodeChange } from '../cluster/task.js';
+import { RAMDISK_STATES } from '../drivers/ramdisk/ramdisk-deploy.js';
 import type { NodeRow } from '../nodes/node-store.js';
+import { transition } from '../nodes/state-machine.js';
+import { WAITING_STATES } from '../nodes/states.js';
+import type { ProvisionState, StableState } from '../nodes/states.js';
 import { BATCH, chunks, fingerprint, pool, stampColumn } from './reconcile-parts.js';
 import type { NodeBrief, PassReport, Port, ReconcilerOptions } from './reconcile-parts.js';
 
@@ -36,7 +43,28 @@ interface Failure {
   error: string;
   /** The first failure for this cause (recorded in the history; retries are not). */
   first: boolean;
+  /** Failures in a row for this cause, this one included (0: not a failure of the node's own). */
+  count: number;
 }
+
+/**
+ * States in which a node boots the deploy ramdisk, not an instance: their take-over rebuilds the
+ * ramdisk's boot files and needs no instance images, so `deploy.prepare` (which readies a deploy
+ * and may insist on them) is not run for them (issue #15: a node being cleaned, inspected or
+ * rescued without instance images failed its take-over on every pass).
+ */
+const DEPLOY_RAMDISK_STATES: ReadonlySet<string> = new Set(RAMDISK_STATES);
+
+/** Waiting states: the node waits for its ramdisk to call back, so it must boot from its owner. */
+const WAITING: ReadonlySet<string> = new Set(WAITING_STATES);
+
+/**
+ * Take-over tries after which a node in a waiting state (`clean wait`, `wait call-back`…) is failed
+ * (its `fail` event, with `last_error`): it cannot boot from its owner, so its ramdisk would never
+ * call back and it would wait forever. With the backoff (1, 2, 4, 8 s) that is about 15 s of
+ * unchanged inputs; a change to the node (a fixed `driver_info`) starts the count again.
+ */
+export const WAITING_TAKE_OVER_TRIES = 5;
 
 export async function takeOverNodes(
   state: TakeOverState,
@@ -130,12 +158,12 @@ async function buildOne(
   failed: Failure[],
 ): Promise<void> {
   if (state.stopped()) {
-    failed.push({ node, error: 'conductor stopping', first: false });
+    failed.push({ node, error: 'conductor stopping', first: false, count: 0 });
     return;
   }
   try {
     const task = state.options.drivers().bind({ node, ports: nodePorts, logger: state.log.child({ node: node.uuid }) });
-    await task.driver.deploy.prepare(task);
+    if (!DEPLOY_RAMDISK_STATES.has(node.provision_state)) await task.driver.deploy.prepare(task);
     await task.driver.deploy.takeOver(task);
     state.failures.delete(node.uuid);
     done.push(node);
@@ -145,7 +173,7 @@ async function buildOne(
     const before = state.failures.get(node.uuid);
     const count = before && before.fp === fp ? before.count + 1 : 1;
     state.failures.set(node.uuid, { fp, count, until: Date.now() + Math.min(60_000, 1000 * 2 ** (count - 1)) });
-    failed.push({ node, error: (err as Error).message, first: count === 1 });
+    failed.push({ node, error: (err as Error).message, first: count === 1, count });
   }
 }
 
@@ -190,6 +218,13 @@ async function finishBatch(
     // The previous holders clean up as soon as they hear of it.
     announceNodeChange(store, options.group);
   }
+  // Waiting nodes that cannot boot from here after all these tries: failed, not left to wait forever.
+  const hopeless = failed.filter((f) => f.count >= WAITING_TAKE_OVER_TRIES && WAITING.has(f.node.provision_state) && !f.node.maintenance);
+  const failedHere: Array<{ node: NodeRow; event: string }> = [];
+  for (const f of hopeless) {
+    const event = await failWaitingNode(state, f);
+    if (event !== null) failedHere.push({ node: f.node, event });
+  }
   if (failed.length > 0) {
     await store.db
       .updateTable('nodes')
@@ -219,6 +254,14 @@ async function finishBatch(
       .values(history.map((h) => ({ uuid: randomUUID(), conductor: hostname, event_type: 'conductor', created_at: store.sqlNow(), ...h })))
       .execute();
   }
+  if (failedHere.length > 0) {
+    await store.db
+      .insertInto('node_history')
+      .values(failedHere.map((h) => ({ uuid: randomUUID(), node_id: h.node.id, conductor: hostname, event_type: 'provisioning', severity: 'ERROR', event: h.event, created_at: store.sqlNow() })))
+      .execute();
+    log.warn({ nodes: failedHere.map((h) => h.node.uuid).slice(0, 10), failed: failedHere.length }, 'failed waiting nodes whose boot state cannot be rebuilt here');
+    announceNodeChange(store, options.group);
+  }
   report.takenOver += confirmed;
   metrics.takeovers.inc(confirmed);
   report.failed += failed.length;
@@ -230,4 +273,30 @@ async function finishBatch(
       'take-over failed; retrying',
     );
   }
+}
+
+/**
+ * Fails a waiting node whose take-over keeps failing (still locked by this conductor): its `fail`
+ * event, `last_error` saying why, lock released. Returns the history line, or null when the lock
+ * was lost meanwhile (nothing written).
+ */
+async function failWaitingNode(state: TakeOverState, f: Failure): Promise<string | null> {
+  const { store, hostname } = state.options;
+  const { node } = f;
+  const from = node.provision_state as ProvisionState;
+  const next = transition({ state: from, target: node.target_provision_state as StableState | null }, 'fail');
+  const error =
+    `"${from}" cannot go on: conductor ${hostname}, the node's owner now, could not rebuild its boot files ` +
+    `after ${f.count} tries, so the node cannot boot from it: ${f.error}; moved to "${next.state}"`;
+  const updated = await store.db
+    .updateTable('nodes')
+    .set({ provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: error, reservation: null, updated_at: store.sqlNow() })
+    .where('id', '=', node.id)
+    .where('reservation', '=', hostname)
+    .where('provision_state', '=', from)
+    .executeTakeFirst();
+  if (Number(updated.numUpdatedRows) === 0) return null;
+  state.failures.delete(node.uuid);
+  state.current.delete(node.uuid);
+  return `${from} → ${next.state}: ${error}`;
 }

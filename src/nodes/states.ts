@@ -54,7 +54,8 @@ export type StableState = (typeof STABLE_STATES)[number];
 
 /**
  * States in which a conductor is doing the work right now (Ironic's "stuck states treated as
- * fail"): the work runs in that conductor's memory, so it cannot resume elsewhere.
+ * fail"): the work runs in the memory of the conductor holding the node's lock. When that conductor
+ * dies, the node's owner runs the work again or fails it (docs/takeover.md, "Work left behind").
  */
 export const WORKING_STATES = [
   'verifying',

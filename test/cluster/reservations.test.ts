@@ -145,6 +145,18 @@ describe.each(engines)('node reservations on %s', (engine) => {
       expect(await store.db.selectFrom('node_history').select('id').execute()).toHaveLength(dead.length);
     });
 
+    it('clears the pending power action of a released node, with last_error saying it was aborted (issue #14 item 13)', async () => {
+      const pending = await insertNode({ reservation: 'dead-host' });
+      const other = await insertNode({ reservation: 'live-host' });
+      await store.db.updateTable('nodes').set({ target_power_state: 'power off' }).where('id', 'in', [pending.id, other.id]).execute();
+      await releaseReservationsOf(store, 'dead-host', { by: 'survivor', reason: 'heartbeat expired' });
+      const rows = await store.db.selectFrom('nodes').select(['id', 'target_power_state', 'last_error', 'reservation']).orderBy('id').execute();
+      expect(rows.find((r) => r.id === pending.id)).toMatchObject({ target_power_state: null, reservation: null });
+      expect(rows.find((r) => r.id === pending.id)!.last_error).toMatch(/^pending power action aborted: lock held by conductor dead-host released by conductor survivor: heartbeat expired$/);
+      // Another holder's power action is its own business.
+      expect(rows.find((r) => r.id === other.id)).toMatchObject({ target_power_state: 'power off', last_error: null, reservation: 'live-host' });
+    });
+
     it('releases each node once when three survivors do it at the same time', async () => {
       const dead: { id: number; uuid: string }[] = [];
       for (let i = 0; i < 60; i++) dead.push(await insertNode({ reservation: 'dead-host' }));

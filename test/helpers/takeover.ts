@@ -64,7 +64,12 @@ export interface SeededNode {
  * Inserts `count` fake-hardware nodes as a ramdisk deploy leaves them — `active`, pxe boot, ramdisk
  * deploy, instance kernel/ramdisk and a user image in instance_info — each with one pxe-enabled port.
  */
-export async function seedDeployedNodes(store: Store, count: number, images: TestImages, options: { first?: number; state?: string; group?: string } = {}): Promise<SeededNode[]> {
+export async function seedDeployedNodes(
+  store: Store,
+  count: number,
+  images: TestImages,
+  options: { first?: number; state?: string; group?: string; /** Column values for every row, in the same INSERT (a lock, a target…). */ columns?: Record<string, unknown> } = {},
+): Promise<SeededNode[]> {
   const first = options.first ?? 0;
   const seeded: SeededNode[] = [];
   for (let start = 0; start < count; start += 500) {
@@ -94,6 +99,7 @@ export async function seedDeployedNodes(store: Store, count: number, images: Tes
           image_source: images.user.url,
           image_checksum: images.user.checksum,
         }),
+        ...options.columns,
         mac: testMac(i),
       };
     });
@@ -242,4 +248,106 @@ export function tftpGet(address: string, file: string, timeoutMs = 3000): Promis
 /** The per-MAC PXELINUX config path of a MAC. */
 export function pxelinuxPath(mac: string): string {
   return `pxelinux.cfg/01-${mac.toLowerCase().replaceAll(':', '-')}`;
+}
+
+/** What a conductor must do with a node its previous conductor left behind (issue #14 item 13). */
+export interface StrandedCase {
+  /** What the case is about, for failure messages. */
+  name: string;
+  /** The state the node was left in, and its target then. */
+  state: string;
+  target: string | null;
+  /** In maintenance: not to be resumed, only failed. */
+  maintenance?: boolean;
+  /** A previous conductor had already resumed this state and died too (a history entry says so). */
+  resumedBefore?: boolean;
+  /** `instance_info` left empty (a node being cleaned, inspected or rescued needs none: issue #15). */
+  noInstanceInfo?: boolean;
+  /** `driver_info` without deploy images: its boot files cannot be built anywhere. */
+  noDeployImages?: boolean;
+  /** The state it must end in, and whether `last_error` must say why it was failed (a regular expression). */
+  expect: string;
+  lastError?: RegExp;
+  /** An action the API must then accept (202); `deleted` is the spelling of `undeploy` before API 1.73. */
+  then: string;
+}
+
+/** Every working state resumed (where safe) or failed (maintenance, interrupted twice); waiting states taken over or failed. */
+export function strandedCases(): StrandedCase[] {
+  const resumed: Array<[string, string, string, string]> = [
+    // state, target, where resuming it ends, an action then offered
+    ['verifying', 'manageable', 'manageable', 'provide'],
+    ['inspecting', 'manageable', 'manageable', 'provide'],
+    ['cleaning', 'available', 'available', 'manage'],
+    ['deploying', 'active', 'active', 'deleted'],
+    ['deleting', 'available', 'available', 'manage'],
+    ['rescuing', 'rescue', 'rescue', 'unrescue'],
+    ['unrescuing', 'active', 'active', 'deleted'],
+    ['adopting', 'active', 'active', 'deleted'],
+  ];
+  // Ironic's conductor on start: the `fail` event of each state it cannot resume.
+  const failed: Record<string, [string, string]> = {
+    verifying: ['enroll', 'manage'],
+    inspecting: ['inspect failed', 'manage'],
+    cleaning: ['clean failed', 'manage'],
+    deploying: ['deploy failed', 'deleted'],
+    deleting: ['error', 'deleted'],
+    rescuing: ['rescue failed', 'unrescue'],
+    unrescuing: ['unrescue failed', 'deleted'],
+    adopting: ['adopt failed', 'manage'],
+  };
+  const cases: StrandedCase[] = [];
+  for (const [state, target, end, then] of resumed) {
+    cases.push({ name: `${state} resumed`, state, target, expect: end, then });
+    const [to, action] = failed[state]!;
+    const error = new RegExp(`^"${state}" was interrupted .* cannot resume it: the node is in maintenance; moved to "${to}"$`);
+    cases.push({ name: `${state} in maintenance failed`, state, target, maintenance: true, expect: to, lastError: error, then: action });
+    const again = new RegExp(`^"${state}" was interrupted .* cannot resume it: conductor c9 had already resumed it, and was interrupted too before it moved on; moved to "${to}"$`);
+    cases.push({ name: `${state} interrupted again failed`, state, target, resumedBefore: true, expect: to, lastError: again, then: action });
+  }
+  // Waiting states need their boot files on the new owner; those of the deploy ramdisk need no instance images.
+  cases.push({ name: 'clean wait without instance images taken over', state: 'clean wait', target: 'available', noInstanceInfo: true, expect: 'clean wait', then: 'abort' });
+  cases.push({ name: 'inspect wait without instance images taken over', state: 'inspect wait', target: 'manageable', noInstanceInfo: true, expect: 'inspect wait', then: 'abort' });
+  cases.push({ name: 'rescue wait without instance images taken over', state: 'rescue wait', target: 'rescue', noInstanceInfo: true, expect: 'rescue wait', then: 'abort' });
+  cases.push({ name: 'rescue without instance images taken over', state: 'rescue', target: null, noInstanceInfo: true, expect: 'rescue', then: 'unrescue' });
+  // A waiting node that cannot boot from its new owner would wait forever: failed after a few tries.
+  const cannotBoot = (to: string) => new RegExp(`could not rebuild its boot files after \\d+ tries, so the node cannot boot from it: .*deploy_kernel.*; moved to "${to}"$`);
+  cases.push({ name: 'clean wait that cannot boot failed', state: 'clean wait', target: 'available', noDeployImages: true, expect: 'clean failed', lastError: cannotBoot('clean failed'), then: 'manage' });
+  cases.push({ name: 'wait call-back that cannot boot failed', state: 'wait call-back', target: 'active', noDeployImages: true, expect: 'deploy failed', lastError: cannotBoot('deploy failed'), then: 'deleted' });
+  return cases;
+}
+
+/**
+ * Stages `cases` as a conductor doing their work leaves them when it dies: one seeded node per case
+ * (fake hardware, pxe boot, ramdisk deploy, fake inspect and rescue, one port), in the case's state and target, locked by
+ * `holder`. Returns the node uuid of each case, in order.
+ */
+export async function stageStrandedNodes(store: Store, cases: readonly StrandedCase[], images: TestImages, holder: string, first = 50_000): Promise<string[]> {
+  const uuids: string[] = [];
+  for (const [i, c] of cases.entries()) {
+    // One INSERT with the lock in it: a live conductor must never see the node unlocked mid-staging.
+    const columns = {
+      name: `stranded-${first + i}`,
+      // Interfaces that can inspect and rescue: resumed work runs them for real.
+      inspect_interface: 'fake',
+      rescue_interface: 'fake',
+      target_provision_state: c.target,
+      maintenance: c.maintenance ?? false,
+      ...(c.maintenance ? { maintenance_reason: 'test' } : {}),
+      ...(c.noInstanceInfo ? { instance_info: '{}' } : {}),
+      ...(c.noDeployImages ? { driver_info: '{}' } : {}),
+      reservation: holder,
+    };
+    const [node] = await seedDeployedNodes(store, 1, images, { state: c.state, first: first + i, columns });
+    const uuid = node!.uuid;
+    uuids.push(uuid);
+    if (c.resumedBefore) {
+      const { id } = await store.db.selectFrom('nodes').select('id').where('uuid', '=', uuid).executeTakeFirstOrThrow();
+      await store.db
+        .insertInto('node_history')
+        .values({ uuid: randomUUID(), node_id: id, conductor: 'c9', event_type: 'provisioning', severity: 'WARNING', event: `resuming "${c.state}" on conductor c9: the conductor doing it went away` })
+        .execute();
+    }
+  }
+  return uuids;
 }

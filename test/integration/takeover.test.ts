@@ -290,13 +290,11 @@ describe.skipIf(engines.length === 0 || !requirePeer('curl', 'curl'))('take-over
 
   it('in-flight work of a dead conductor continues on the new owner (deploying, wait call-back, cleaning)', async () => {
     const conductors = await Promise.all(['c1', 'c2', 'c3'].map((h) => start(h)));
-    const deploying = await seedDeployedNodes(store, 12, images, { state: 'deploying', first: 1000 });
-    const waiting = await seedDeployedNodes(store, 6, images, { state: 'wait call-back', first: 2000 });
-    const cleaning = await seedDeployedNodes(store, 6, images, { state: 'cleaning', first: 3000 });
+    // c3 was doing all this work when it died (locked in the INSERT: the live conductors never see these nodes unlocked before the kill).
+    const deploying = await seedDeployedNodes(store, 12, images, { state: 'deploying', first: 1000, columns: { reservation: 'c3', target_provision_state: 'active' } });
+    const waiting = await seedDeployedNodes(store, 6, images, { state: 'wait call-back', first: 2000, columns: { reservation: 'c3', target_provision_state: 'active' } });
+    const cleaning = await seedDeployedNodes(store, 6, images, { state: 'cleaning', first: 3000, columns: { reservation: 'c3', target_provision_state: 'available' } });
     const all = [...deploying, ...waiting, ...cleaning].map((n) => n.uuid);
-    // c3 was doing all this work when it died.
-    await store.db.updateTable('nodes').set({ reservation: 'c3', target_provision_state: 'active' }).where('uuid', 'in', [...deploying, ...waiting].map((n) => n.uuid)).execute();
-    await store.db.updateTable('nodes').set({ reservation: 'c3', target_provision_state: 'available' }).where('uuid', 'in', cleaning.map((n) => n.uuid)).execute();
     conductors[2]!.proc.child.kill('SIGKILL');
     await waitUntil(
       async () => {
