@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApi } from '../../src/api/server.js';
+import { ensureSecret } from '../../src/auth/hmac.js';
 import { listConductors } from '../../src/cluster/membership.js';
 import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -36,6 +37,7 @@ describe.each(engines)('work left behind by a killed conductor on %s', { timeout
   let images: TestImages;
   let app: FastifyInstance;
   let running: RunningConductor[] = [];
+  let secretFile: string;
 
   beforeAll(async () => {
     target = await createTestDatabase(engine);
@@ -44,7 +46,10 @@ describe.each(engines)('work left behind by a killed conductor on %s', { timeout
     work = mkdtempSync(path.join(tmpdir(), 'ironring-stranded-'));
     images = writeTestImages(path.join(work, 'images'));
     // The API finds a node's conductor among the live ones, with the conductors' heartbeat timeout.
-    const config = loadConfig({ env: { IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(TEST_HEARTBEAT_TIMEOUT) } }).config;
+    // One RPC secret for the API and every conductor, as a deployment shares it.
+    secretFile = path.join(work, 'rpc-secret');
+    ensureSecret(secretFile);
+    const config = loadConfig({ env: { IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(TEST_HEARTBEAT_TIMEOUT), IRONRING_JSON_RPC_SECRET_FILE: secretFile } }).config;
     app = buildApi({ store, config, logger: createLogger({ level: 'silent', pretty: false }) });
   });
   afterEach(async () => {
@@ -70,7 +75,7 @@ describe.each(engines)('work left behind by a killed conductor on %s', { timeout
   async function start(host: string, dataDir = path.join(work, `data-${host}-${++dirs}`)): Promise<RunningConductor> {
     const c = await startConductor(target.url, host, {
       dataDir,
-      env: { IRONRING_LOG_LEVEL: 'info', IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0' },
+      env: { IRONRING_LOG_LEVEL: 'info', IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0', IRONRING_JSON_RPC_SECRET_FILE: secretFile },
     });
     running.push(c);
     return c;
