@@ -60,7 +60,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     },
   });
   // Two levels above a field's own limit: the JSON Patch array and operation around a value.
-  installBodyParsing(app, { maxDepth: config.api.max_json_depth + 2 });
+  installBodyParsing(app, { maxDepth: config.api.max_json_depth + 2, source: `counted from the request body: [api] max_json_depth ${config.api.max_json_depth}, plus 2 for a JSON Patch` });
   // Set for every request by the hook below; fastify wants reference-type decorations to start null.
   app.decorateRequest('apiVersion', null as unknown as Microversion);
 

@@ -37,6 +37,8 @@ export function stringProblem(value: string): string | null {
 export interface JsonLimits {
   /** Deepest nesting of objects and arrays accepted; the document's own object or array is level 1. */
   maxDepth: number;
+  /** Where the limit comes from, for the error message (`[api] max_json_depth …`). */
+  source?: string;
 }
 
 interface Frame {
@@ -74,7 +76,7 @@ export function checkJsonDocument(document: unknown, limits: JsonLimits, root = 
     }
     if (typeof value !== 'object' || value === null) continue;
     if (frame.depth > limits.maxDepth) {
-      throw new InvalidParameter(`${pathOf(frame, root)}: nested deeper than ${limits.maxDepth} levels of objects and arrays; flatten it`);
+      throw new InvalidParameter(`${pathOf(frame, root)}: nested deeper than ${limits.maxDepth} levels of objects and arrays${limits.source ? ` (${limits.source})` : ''}; flatten it`);
     }
     if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], depth: frame.depth + 1, parent: frame, key: i });
@@ -84,7 +86,7 @@ export function checkJsonDocument(document: unknown, limits: JsonLimits, root = 
       const child: Frame = { value: (value as Record<string, unknown>)[key], depth: frame.depth + 1, parent: frame, key };
       if (isForbiddenKey(key)) throw new InvalidParameter(`${pathOf(child, root)}: the key ${JSON.stringify(key)} is not accepted`);
       const problem = stringProblem(key);
-      if (problem !== null) throw new InvalidParameter(`${pathOf(frame, root) || 'request body'}: a key ${problem}`);
+      if (problem !== null) throw new InvalidParameter(`${pathOf(frame, root)}: a key ${problem}`);
       stack.push(child);
     }
   }
