@@ -11,7 +11,7 @@ import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { clientErrorHandler, installErrorHandling } from '../common/http-errors.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling } from '../common/http-errors.js';
 import { installBasicAuth } from './auth.js';
 import { installBodyParsing } from './body-parsing.js';
 import { installQueryChecks } from './query.js';
@@ -51,6 +51,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler,
+    frameworkErrors,
   });
   installErrorHandling(app);
   // Registered before the routes so that every route lands in the OpenAPI document.

@@ -35,6 +35,15 @@ export function installErrorHandling(app: FastifyInstance): void {
 }
 
 /**
+ * Answers the errors fastify raises before routing (a malformed URL such as `/v1/nodes/%ED%A0%80`,
+ * a bad `Content-Type` header) in the Ironic format too. Pass it as fastify's `frameworkErrors`.
+ */
+export function frameworkErrors(error: FastifyError, _request: unknown, reply: FastifyReply): void {
+  const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
+  void sendError(reply, status, error.message);
+}
+
+/**
  * Answers what Node's HTTP parser refuses before fastify sees a request (headers too large → 431,
  * a timed-out or malformed request → 408/400) in the same Ironic format as every other error;
  * fastify's own default writes `{"error": …}`, which the stock client cannot read. Pass it as
