@@ -102,6 +102,19 @@ describe('hostile input against ironring up', () => {
     expect((await call('GET', '/v1/nodes/detail')).status).toBe(200);
   });
 
+  it('bounds the size a JSON field can grow to, patch by patch', async () => {
+    await createNode({ name: 'size-1' });
+    const chunk = 'x'.repeat(40_000);
+    expect((await call('PATCH', '/v1/nodes/size-1', [{ op: 'add', path: '/extra/a', value: chunk }])).status).toBe(200);
+    const second = await call('PATCH', '/v1/nodes/size-1', [{ op: 'add', path: '/extra/b', value: chunk }]);
+    expect(second.status).toBe(400);
+    expect(fault(second.text)).toMatch(/^extra: 800\d\d bytes of JSON, more than the 65536 accepted \(\[api\] max_json_field_size\)$/);
+    const shown = JSON.parse((await call('GET', '/v1/nodes/size-1')).text) as { extra: Record<string, string> };
+    expect(Object.keys(shown.extra)).toEqual(['a']);
+    // instance_info may carry a config drive: it is bounded by the body limit instead.
+    expect((await call('PATCH', '/v1/nodes/size-1', [{ op: 'add', path: '/instance_info/image', value: 'y'.repeat(200_000) }])).status).toBe(200);
+  });
+
   it('answers repeated query parameters with 400 naming the parameter', async () => {
     for (const [url, name] of [
       ['/v1/nodes?fields=uuid&fields=name', 'fields'],
