@@ -107,3 +107,25 @@ export function jsonDepth(value: unknown, cap = Number.MAX_SAFE_INTEGER): number
   }
   return deepest;
 }
+
+/**
+ * A deep copy of a JSON value whose objects have no prototype, so that no key of it (whatever it
+ * is) can reach `Object.prototype` and no inherited name (`toString`) reads as a key. Iterative.
+ */
+export function cloneJson<T>(value: T): T {
+  const copyOf = (v: unknown): unknown => (Array.isArray(v) ? new Array<unknown>(v.length) : typeof v === 'object' && v !== null ? Object.create(null) : v);
+  const root = copyOf(value);
+  const stack: Array<[source: object, copy: Record<string | number, unknown>]> = [];
+  if (root !== value) stack.push([value as object, root as Record<string | number, unknown>]);
+  while (stack.length > 0) {
+    const [source, copy] = stack.pop()!;
+    const entries: Array<[string | number, unknown]> = Array.isArray(source) ? source.map((v, i) => [i, v]) : Object.entries(source);
+    for (const [k, v] of entries) {
+      const out = copyOf(v);
+      // defineProperty, not assignment: even a `__proto__` key already stored stays a plain key.
+      Object.defineProperty(copy, k, { value: out, enumerable: true, writable: true, configurable: true });
+      if (out !== v) stack.push([v as object, out as Record<string | number, unknown>]);
+    }
+  }
+  return root as T;
+}

@@ -4,7 +4,7 @@
  * the node's current values and returns the columns to write, or throws a 400 naming the path.
  */
 import { InvalidParameter } from '../common/errors.js';
-import { isForbiddenKey, stringProblem } from '../common/json-safety.js';
+import { cloneJson, isForbiddenKey, stringProblem } from '../common/json-safety.js';
 import type { NodeRow } from './node-store.js';
 
 export const NODE_NAME_PATTERN = /^[A-Za-z0-9\-._~]{1,255}$/;
@@ -77,11 +77,12 @@ export function applyNodePatch(node: NodeRow, ops: readonly PatchOperation[]): N
     const field = tokens[0]!;
     if ((PATCH_JSON_FIELDS as readonly string[]).includes(field)) {
       const f = field as JsonField;
-      const current = (json[f] ??= structuredClone(node[f]));
+      // Copies without prototypes: the user's keys are data, never properties of Object.
+      const current = (json[f] ??= cloneJson(node[f]));
       if (tokens.length === 1) {
         if (op.op === 'remove') json[f] = {};
         else if (typeof op.value !== 'object' || op.value === null || Array.isArray(op.value)) throw new InvalidParameter(`${op.path}: expected a JSON object`);
-        else json[f] = structuredClone(op.value as Record<string, unknown>);
+        else json[f] = cloneJson(op.value as Record<string, unknown>);
         continue;
       }
       applyInside(current, tokens.slice(1), op);
@@ -124,7 +125,7 @@ function applyInside(target: Record<string, unknown>, tokens: string[], op: Patc
     delete cursor[last];
   } else {
     if (op.op === 'replace' && !has(cursor, last)) throw new InvalidParameter(`${op.path}: no such key to replace (use add)`);
-    cursor[last] = structuredClone(op.value);
+    cursor[last] = cloneJson(op.value);
   }
 }
 

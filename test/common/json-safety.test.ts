@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkJsonDocument, jsonDepth, stringProblem } from '../../src/common/json-safety.js';
+import { checkJsonDocument, cloneJson, jsonDepth, stringProblem } from '../../src/common/json-safety.js';
 import { maskSecrets } from '../../src/common/mask.js';
 import { applyNodePatch, parsePatch } from '../../src/nodes/node-patch.js';
 import type { NodeRow } from '../../src/nodes/node-store.js';
@@ -59,5 +59,18 @@ describe('JSON Patch and prototypes', () => {
     expect(() => applyNodePatch(node, [{ op: 'remove', path: '/extra/toString' }])).toThrow('/extra/toString: no such key to remove');
     expect(() => applyNodePatch(node, [{ op: 'replace', path: '/extra/hasOwnProperty', value: 1 }])).toThrow('no such key to replace');
     expect(JSON.parse(JSON.stringify(applyNodePatch(node, [{ op: 'add', path: '/extra/a/b', value: 1 }])))).toEqual({ extra: { keep: 1, a: { b: 1 } } });
+  });
+});
+
+describe('cloneJson', () => {
+  it('copies deeply into objects without a prototype, keeping even a stored "__proto__" key as data', () => {
+    const source = JSON.parse('{"a":[{"b":1},[2]],"__proto__":{"x":1},"c":null}') as Record<string, unknown>;
+    const copy = cloneJson(source);
+    expect(JSON.stringify(copy)).toBe(JSON.stringify(source));
+    expect(Object.getPrototypeOf(copy)).toBeNull();
+    expect(Object.getPrototypeOf((copy.a as unknown[])[0])).toBeNull();
+    expect(Object.keys(copy)).toEqual(['a', '__proto__', 'c']);
+    expect(copy.a).not.toBe(source.a);
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
   });
 });

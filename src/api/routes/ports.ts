@@ -1,6 +1,7 @@
 /** `/v1/ports` and `/v1/nodes/{node}/ports`: list (filter by node and address), show, create, delete. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidParameter } from '../../common/errors.js';
+import { cloneJson } from '../../common/json-safety.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { UUID_PATTERN, getNode } from '../../nodes/node-store.js';
@@ -152,8 +153,8 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     const port = await getPort(store, request.params.ident);
     const changes: PortChanges = {};
     // Copies without a prototype: a key never reaches one (parsePatch refused prototype names too).
-    const extra = Object.assign(Object.create(null) as Record<string, unknown>, structuredClone(port.extra));
-    const llc = Object.assign(Object.create(null) as Record<string, unknown>, structuredClone(port.local_link_connection));
+    const extra = cloneJson(port.extra);
+    const llc = cloneJson(port.local_link_connection);
     for (const op of ops) {
       const [field, ...rest] = pathTokens(op.path);
       const value = op.op === 'remove' ? undefined : op.value;
@@ -166,7 +167,7 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
         } else {
           if (op.op === 'replace' && !Object.hasOwn(bag, key)) throw new InvalidParameter(`${op.path}: no such key to replace (use add)`);
           if (field === 'local_link_connection') checkLocalLinkEntry(op.path, key, value);
-          bag[key] = value;
+          bag[key] = cloneJson(value);
         }
         if (field === 'extra') changes.extra = extra;
         else changes.localLinkConnection = llc;
