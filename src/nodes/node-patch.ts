@@ -131,14 +131,17 @@ function applyInside(target: Record<string, unknown>, tokens: string[], op: Patc
 
 function checkScalar(field: ScalarField, value: unknown, path: string): string | null {
   if (field === 'driver' && (typeof value !== 'string' || value === '')) throw new InvalidParameter(`${path}: a node needs a driver`);
+  // Removing the group puts the node back in the default group (the column holds no null), as Ironic.
+  if (field === 'conductor_group' && value === null) return '';
   if (value === null) return null;
   if (typeof value !== 'string') throw new InvalidParameter(`${path}: expected a string or null`);
   if (field === 'name' && (!NODE_NAME_PATTERN.test(value) || UUID_PATTERN.test(value))) {
     throw new InvalidParameter(`${path}: ${JSON.stringify(value)} is not a valid node name (letters, digits and - . _ ~, at most 255, not a UUID)`);
   }
   if (field === 'instance_uuid' && !UUID_PATTERN.test(value)) throw new InvalidParameter(`${path}: expected a UUID`);
+  if (field === 'resource_class' && value.length > 80) throw new InvalidParameter(`${path}: expected a string of at most 80 characters`);
   if (field === 'conductor_group') {
-    if (!GROUP_PATTERN.test(value)) throw new InvalidParameter(`${path}: ${JSON.stringify(value)} is invalid; use letters, digits, _ . - only`);
+    if (!GROUP_PATTERN.test(value) || value.length > 255) throw new InvalidParameter(`${path}: ${JSON.stringify(value.slice(0, 300))} is invalid; use at most 255 letters, digits, _ . - only`);
     return value.toLowerCase();
   }
   return field === 'instance_uuid' ? value.toLowerCase() : value;

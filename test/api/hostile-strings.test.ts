@@ -39,7 +39,7 @@ describe.each(engines)('strings a database cannot store, on %s', (engine) => {
 
   const rows = async () => (await store.db.selectFrom('nodes').selectAll().execute()).length;
 
-  it('refuses NUL and lone surrogates in bodies, keys, query values and path segments with 400 naming them', async () => {
+  it('refuses NUL and lone surrogates in bodies, keys, query values and path segments, and values longer than their columns, with 400 naming them', async () => {
     const created = await app.inject({ method: 'POST', url: '/v1/nodes', headers: HEADERS, payload: JSON.stringify({ driver: 'fake-hardware', name: 'ok-1' }) });
     expect(created.statusCode, created.body).toBe(201);
     const before = await rows();
@@ -83,6 +83,19 @@ describe.each(engines)('strings a database cannot store, on %s', (engine) => {
         expect(fault(res.body)).toBe(message);
       }
     }
+    // Longer than their columns: PostgreSQL refused them with 500, SQLite stored them.
+    const long: Array<[string, string, string, string]> = [
+      ['POST', '/v1/nodes', JSON.stringify({ driver: 'fake-hardware', conductor_group: 'g'.repeat(256) }), 'conductor_group: '],
+      ['PATCH', '/v1/nodes/ok-1', JSON.stringify([{ op: 'add', path: '/conductor_group', value: 'g'.repeat(256) }]), '/conductor_group: '],
+      ['PATCH', '/v1/nodes/ok-1', JSON.stringify([{ op: 'add', path: '/resource_class', value: 'r'.repeat(81) }]), '/resource_class: expected a string of at most 80 characters'],
+      ['POST', '/v1/ports', JSON.stringify({ node_uuid: 'ok-1', address: '52:54:00:00:00:02', physical_network: 'p'.repeat(65) }), 'physical_network: expected a string of at most 64 characters'],
+    ];
+    for (const [method, url, payload, message] of long) {
+      const res = await app.inject({ method: method as 'POST', url, headers: HEADERS, payload });
+      expect(res.statusCode, `${payload.slice(0, 80)} → ${res.body}`).toBe(400);
+      expect(fault(res.body).startsWith(message)).toBe(true);
+    }
+    expect((await store.db.selectFrom('ports').selectAll().execute()).length).toBe(0);
     expect(await rows()).toBe(before);
     const extra = (await store.db.selectFrom('nodes').select('extra').where('name', '=', 'ok-1').executeTakeFirstOrThrow()).extra;
     expect(extra).toEqual({});

@@ -115,6 +115,13 @@ describe('hostile input against ironring up', () => {
     expect((await call('PATCH', '/v1/nodes/size-1', [{ op: 'add', path: '/instance_info/image', value: 'y'.repeat(200_000) }])).status).toBe(200);
   });
 
+  it('puts a node back in the default conductor group when its group is removed', async () => {
+    await createNode({ name: 'group-1', conductor_group: '' });
+    const res = await call('PATCH', '/v1/nodes/group-1', [{ op: 'remove', path: '/conductor_group' }]);
+    expect(res.status, res.text).toBe(200);
+    expect(JSON.parse(res.text)).toMatchObject({ conductor_group: '' });
+  });
+
   it('answers repeated query parameters with 400 naming the parameter', async () => {
     for (const [url, name] of [
       ['/v1/nodes?fields=uuid&fields=name', 'fields'],

@@ -65,8 +65,8 @@ export function validateNewNode(body: unknown, version: Microversion, limits: Js
     out.resource_class = body.resource_class;
   }
   if (body.conductor_group !== undefined) {
-    if (typeof body.conductor_group !== 'string' || !GROUP_PATTERN.test(body.conductor_group)) {
-      throw new InvalidParameter(`conductor_group: ${JSON.stringify(body.conductor_group)} is invalid; use letters, digits, _ . - only`);
+    if (typeof body.conductor_group !== 'string' || !GROUP_PATTERN.test(body.conductor_group) || body.conductor_group.length > 255) {
+      throw new InvalidParameter(`conductor_group: ${JSON.stringify(body.conductor_group)} is invalid; use at most 255 letters, digits, _ . - only`);
     }
     out.conductor_group = body.conductor_group.toLowerCase();
   }

@@ -130,8 +130,8 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     // The stock client sends `--pxe-enabled false` as the string "false"; Ironic's boolean type takes both.
     const pxeEnabled = typeof input.pxe_enabled === 'string' ? parseBool('pxe_enabled', input.pxe_enabled) : input.pxe_enabled;
     if (pxeEnabled !== undefined && typeof pxeEnabled !== 'boolean') throw new InvalidParameter('pxe_enabled: expected true or false');
-    if (input.physical_network !== undefined && input.physical_network !== null && typeof input.physical_network !== 'string') {
-      throw new InvalidParameter('physical_network: expected a string');
+    if (input.physical_network !== undefined && input.physical_network !== null && (typeof input.physical_network !== 'string' || input.physical_network.length > 64)) {
+      throw new InvalidParameter('physical_network: expected a string of at most 64 characters');
     }
     const node = await getNode(store, input.node_uuid);
     const port = await createPort(store, {
@@ -178,7 +178,7 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
         if (flag === undefined) throw new InvalidParameter(`${op.path}: expected true or false`);
         changes.pxeEnabled = flag;
       } else if (field === 'physical_network' && rest.length === 0) {
-        if (value !== undefined && value !== null && typeof value !== 'string') throw new InvalidParameter(`${op.path}: expected a string`);
+        if (value !== undefined && value !== null && (typeof value !== 'string' || value.length > 64)) throw new InvalidParameter(`${op.path}: expected a string of at most 64 characters`);
         changes.physicalNetwork = (value as string | undefined) ?? null;
       } else {
         throw new InvalidParameter(`${op.path}: cannot be changed on a port`);
