@@ -1,5 +1,30 @@
 /** Parsing query parameters the way the Ironic API reads them, with 400s that name the parameter. */
+import type { FastifyInstance } from 'fastify';
 import { InvalidParameter } from '../common/errors.js';
+import { stringProblem } from '../common/json-safety.js';
+
+/**
+ * Refuses, for every route (Ironic, compute and the rest alike), a query parameter given more than
+ * once (`?fields=a&fields=b` would reach the routes as an array, where each expects one string) and
+ * a query or path value a database cannot store (NUL, lone surrogates): 400 naming the parameter,
+ * before any route reads it. No route accepts a repeated parameter, so none is special-cased.
+ */
+export function installQueryChecks(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    for (const [name, value] of Object.entries(request.query as Record<string, unknown>)) {
+      const shown = JSON.stringify(name);
+      const nameProblem = stringProblem(name);
+      if (nameProblem !== null) throw new InvalidParameter(`query parameter ${shown}: its name ${nameProblem}`);
+      if (Array.isArray(value)) throw new InvalidParameter(`${name}: query parameter given ${value.length} times; give it at most once`);
+      const problem = typeof value === 'string' ? stringProblem(value) : null;
+      if (problem !== null) throw new InvalidParameter(`${name}: query parameter ${problem}`);
+    }
+    for (const [name, value] of Object.entries((request.params ?? {}) as Record<string, unknown>)) {
+      const problem = typeof value === 'string' ? stringProblem(value) : null;
+      if (problem !== null) throw new InvalidParameter(`${name}: path segment ${problem}`);
+    }
+  });
+}
 
 /** `True`/`false`/`1`/`0`/`yes`/`no`/`on`/`off`, case-insensitive; undefined when absent. */
 export function parseBool(name: string, raw: string | undefined): boolean | undefined {

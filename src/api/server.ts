@@ -11,9 +11,11 @@ import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { installErrorHandling } from '../common/http-errors.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling } from '../common/http-errors.js';
 import { installBasicAuth } from './auth.js';
 import { installBodyParsing } from './body-parsing.js';
+import { installQueryChecks } from './query.js';
+import { BODY_LIMIT } from './json-fields.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
 import { computeServerRoutes } from './routes/compute-servers.js';
@@ -40,8 +42,7 @@ export interface ApiDeps {
   compute?: ComputeStores;
 }
 
-/** Largest request body accepted; bigger ones get 413. */
-export const BODY_LIMIT = 1024 * 1024;
+export { BODY_LIMIT };
 
 export function buildApi({ store, config, logger, drivers = createDriverRegistry(), compute }: ApiDeps): FastifyInstance {
   const app = Fastify({
@@ -49,6 +50,8 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     disableRequestLogging: true,
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true },
+    clientErrorHandler,
+    frameworkErrors,
   });
   installErrorHandling(app);
   // Registered before the routes so that every route lands in the OpenAPI document.
@@ -57,11 +60,13 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
       info: { title: 'ironring API', description: 'Ironic v1 compatible bare-metal API with ironring extensions', version: formatVersion(MAX_VERSION) },
     },
   });
-  installBodyParsing(app);
+  // Two levels above a field's own limit: the JSON Patch array and operation around a value.
+  installBodyParsing(app, { maxDepth: config.api.max_json_depth + 2, source: `counted from the request body: [api] max_json_depth ${config.api.max_json_depth}, plus 2 for a JSON Patch` });
   // Set for every request by the hook below; fastify wants reference-type decorations to start null.
   app.decorateRequest('apiVersion', null as unknown as Microversion);
 
   if (config.DEFAULT.auth_strategy === 'http_basic') installBasicAuth(app, config);
+  installQueryChecks(app);
 
   // Microversion negotiation for everything under /v1: the answer always says which range is served.
   app.addHook('onRequest', async (request, reply) => {

@@ -129,6 +129,16 @@ export const OPTIONS = {
       default: 64,
       description: 'Password checks that may wait for a thread; more are answered 503 with Retry-After.',
     },
+    max_json_depth: {
+      type: { kind: 'integer', min: 2, max: 1000 },
+      default: 32,
+      description: 'Deepest nesting of objects and arrays a JSON field (driver_info, extra …) may hold after a create or patch, and (plus the two levels of a JSON Patch) in any request body; deeper gets 400 and nothing is stored.',
+    },
+    max_json_field_size: {
+      type: { kind: 'integer', min: 1024 },
+      default: 65536,
+      description: "Largest a node's driver_info, properties or extra, or a port's extra or local_link_connection, may be, in bytes of JSON; larger gets 400 and nothing is stored. instance_info (which may carry a config drive) is bounded by the 1 MiB request body limit instead.",
+    },
   },
   conductor: {
     conductor_group: {

@@ -167,16 +167,21 @@ for (const rule of TRANSITIONS) {
  */
 export class InvalidStateTransition extends IronringError {
   override readonly httpStatus = 400;
-  /** The API actions the state allows, canonical names, table order. */
-  readonly allowedActions: readonly CanonicalAction[];
+  /**
+   * The API actions the state allows, table order: canonical names, or when the error was made for
+   * a request of a given API version, the names that version accepts (see `allowedActionsAt`).
+   */
+  readonly allowedActions: readonly ProvisionAction[];
 
   constructor(
     /** The node's provision state. */
     readonly state: ProvisionState,
     /** The action or event that was asked for, as given. */
     readonly requested: string,
+    /** The API version of the request, when there is one: the allowed list then speaks it. */
+    version?: ApiVersion,
   ) {
-    const allowed = allowedActions(state);
+    const allowed = version === undefined ? allowedActions(state) : allowedActionsAt(state, version);
     super(
       `the requested action "${requested}" cannot be performed on node in state "${state}"; ` +
         `allowed actions: ${allowed.length > 0 ? allowed.join(', ') : 'none'}`,
@@ -247,6 +252,21 @@ export function allowedActions(state: ProvisionState): CanonicalAction[] {
     if (rule.by === 'api') allowed.add(EVENT_ACTION[rule.event as ActionEvent]);
   }
   return CANONICAL_ACTIONS.filter((action) => allowed.has(action));
+}
+
+/**
+ * The API actions allowed from `state` as a client of `version` may send them: `deploy` and
+ * `undeploy` appeared in 1.73, so older clients are offered `active` and `deleted`; actions newer
+ * than the version (`rescue` before 1.38 …) are left out, as the client could not send them.
+ */
+export function allowedActionsAt(state: ProvisionState, version: ApiVersion): ProvisionAction[] {
+  const out: ProvisionAction[] = [];
+  for (const action of allowedActions(state)) {
+    const spelled: ProvisionAction = atLeast(version, 1, 73) ? action : action === 'deploy' ? 'active' : action === 'undeploy' ? 'deleted' : action;
+    const since = actionMinVersion(spelled, state);
+    if (atLeast(version, since[0], since[1])) out.push(spelled);
+  }
+  return out;
 }
 
 /** True when `action` (any API spelling) is allowed from `state`. */

@@ -8,17 +8,28 @@ import { InvalidParameter, NotAcceptable } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { BOOT_DEVICES, parseCleanSteps } from '../../drivers/index.js';
-import { parsePatch } from '../../nodes/node-patch.js';
+import { PATCH_JSON_FIELDS, applyNodePatch, parsePatch } from '../../nodes/node-patch.js';
 import { getNode } from '../../nodes/node-store.js';
-import { actionMinVersion } from '../../nodes/state-machine.js';
-import { isProvisionAction } from '../../nodes/states.js';
-import type { ProvisionState } from '../../nodes/states.js';
+import { InvalidStateTransition, actionMinVersion, isActionAllowed } from '../../nodes/state-machine.js';
+import { isPowerAction, isProvisionAction } from '../../nodes/states.js';
+import type { ProvisionAction, ProvisionState } from '../../nodes/states.js';
 import type { ConductorRouter } from '../conductor-router.js';
+import { checkJsonField, jsonFieldLimits } from '../json-fields.js';
 import { apiTime, baseUrl } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import { liveOwnersFor, nodeView } from './nodes.js';
 
 type Node = { Params: { ident: string } };
+
+/** The actions that take a config drive, as in Ironic (deploy under both spellings, and rebuild). */
+const CONFIGDRIVE_ACTIONS: readonly ProvisionAction[] = ['active', 'deploy', 'rebuild'];
+
+/**
+ * Longest power `timeout` accepted, in seconds. Ironic asks only for a positive integer; a bound
+ * keeps `1e308` (an integer to JavaScript) from reaching a driver's timer, and an hour is far
+ * beyond any BMC's power transition.
+ */
+export const MAX_POWER_TIMEOUT = 3600;
 
 function objectBody(request: FastifyRequest): Record<string, unknown> {
   const body = request.body;
@@ -33,9 +44,15 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
   // Absolute, like the Location of a created node (and Ironic's): where to watch the change happen.
   const statesUrl = (request: FastifyRequest, uuid: string) => `${baseUrl(request, options.config.api.public_endpoint)}/v1/nodes/${uuid}/states`;
 
+  const limits = jsonFieldLimits(options.config);
+
   app.patch<Node>('/v1/nodes/:ident', async (request) => {
     const ops = parsePatch(request.body);
     const node = await getNode(store, request.params.ident);
+    // A dry run at the edge: a patch that is bad, or that would leave a JSON field too deep or too
+    // big, is refused here, before the conductor (which applies it again under the node's lock).
+    const changes = applyNodePatch(node, ops);
+    for (const field of PATCH_JSON_FIELDS) if (changes[field] !== undefined) checkJsonField(field, changes[field], limits);
     await router.call(node, 'POST', 'update', ops);
     return view(request, await getNode(store, node.uuid));
   });
@@ -70,11 +87,20 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
     if (compareVersions(request.apiVersion, since) < 0) {
       throw new NotAcceptable(`the provision action "${target}" needs API version ${formatVersion(since)} or later`);
     }
+    if (body.configdrive !== undefined && body.configdrive !== null) {
+      if (!CONFIGDRIVE_ACTIONS.includes(target)) throw new InvalidParameter(`configdrive: only the deploy (active) and rebuild actions take a config drive, not "${target}"`);
+      // A JSON object config drive needs API 1.56; this API serves up to 1.49.
+      if (typeof body.configdrive !== 'string') throw new InvalidParameter('configdrive: expected a string (a gzipped, base64-encoded ISO image, or its URL)');
+    }
+    // Checked here too (the conductor checks again under the lock) so that the refusal lists the
+    // actions in the request's own API version: a 1.49 client is offered `active`, not `deploy`.
+    const state = node.provision_state as ProvisionState;
+    if (!isActionAllowed(state, target)) throw new InvalidStateTransition(state, target, request.apiVersion);
     // The shape of clean_steps is checked here; whether the node's interfaces offer them, by its conductor.
     const cleanSteps = body.clean_steps !== undefined ? parseCleanSteps(body.clean_steps) : undefined;
     await router.call(node, 'POST', 'provision', {
       target,
-      ...(body.configdrive !== undefined ? { configdrive: body.configdrive } : {}),
+      ...(typeof body.configdrive === 'string' ? { configdrive: body.configdrive } : {}),
       ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}),
     });
     return reply.code(202).header('Location', statesUrl(request, node.uuid)).send();
@@ -83,8 +109,13 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
   app.put<Node>('/v1/nodes/:ident/states/power', async (request, reply) => {
     const body = objectBody(request);
     if (typeof body.target !== 'string') throw new InvalidParameter('target: required, a power action (power on, power off, rebooting)');
+    if (!isPowerAction(body.target)) throw new InvalidParameter(`target: ${JSON.stringify(body.target)} is not a power action (power on, power off, rebooting, soft rebooting, soft power off)`);
+    const { timeout } = body;
+    if (timeout !== undefined && timeout !== null && (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout > MAX_POWER_TIMEOUT)) {
+      throw new InvalidParameter(`timeout: expected a positive integer of seconds, at most ${MAX_POWER_TIMEOUT}, got ${JSON.stringify(timeout)}`);
+    }
     const node = await getNode(store, request.params.ident);
-    await router.call(node, 'POST', 'power', { target: body.target, ...(body.timeout !== undefined ? { timeout: body.timeout } : {}) });
+    await router.call(node, 'POST', 'power', { target: body.target, ...(typeof timeout === 'number' ? { timeout } : {}) });
     return reply.code(202).header('Location', statesUrl(request, node.uuid)).send();
   });
 

@@ -5,6 +5,8 @@
 import { InvalidParameter } from '../../common/errors.js';
 import { UUID_PATTERN } from '../../nodes/node-store.js';
 import type { NewNode } from '../../nodes/node-store.js';
+import { checkJsonField } from '../json-fields.js';
+import type { JsonFieldLimits } from '../json-fields.js';
 import type { Microversion } from '../microversions.js';
 import { fieldsAt } from '../views/node.js';
 
@@ -36,7 +38,7 @@ export function checkNodeName(name: unknown): string | null {
 export type NodeCreateInput = Omit<NewNode, 'provision_state'> & { driver: string };
 
 /** Validates a `POST /v1/nodes` body; returns the values to insert (JSON columns as text). */
-export function validateNewNode(body: unknown, version: Microversion): NodeCreateInput {
+export function validateNewNode(body: unknown, version: Microversion, limits: JsonFieldLimits): NodeCreateInput {
   if (!isObject(body)) throw new InvalidParameter('request body: expected a JSON object');
   const visible = new Set(fieldsAt(version));
   for (const key of Object.keys(body)) {
@@ -63,8 +65,8 @@ export function validateNewNode(body: unknown, version: Microversion): NodeCreat
     out.resource_class = body.resource_class;
   }
   if (body.conductor_group !== undefined) {
-    if (typeof body.conductor_group !== 'string' || !GROUP_PATTERN.test(body.conductor_group)) {
-      throw new InvalidParameter(`conductor_group: ${JSON.stringify(body.conductor_group)} is invalid; use letters, digits, _ . - only`);
+    if (typeof body.conductor_group !== 'string' || !GROUP_PATTERN.test(body.conductor_group) || body.conductor_group.length > 255) {
+      throw new InvalidParameter(`conductor_group: ${JSON.stringify(body.conductor_group)} is invalid; use at most 255 letters, digits, _ . - only`);
     }
     out.conductor_group = body.conductor_group.toLowerCase();
   }
@@ -72,6 +74,7 @@ export function validateNewNode(body: unknown, version: Microversion): NodeCreat
     const value = body[field];
     if (value === undefined) continue;
     if (!isObject(value)) throw new InvalidParameter(`${field}: expected a JSON object`);
+    checkJsonField(field, value, limits);
     out[field] = JSON.stringify(value);
   }
   for (const field of INTERFACE_FIELDS) {

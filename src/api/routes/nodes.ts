@@ -12,6 +12,7 @@ import { NODE_SORT_KEYS, UUID_PATTERN, createNode, getNode, listNodes } from '..
 import type { NewNode, NodeFilters, NodeRow } from '../../nodes/node-store.js';
 import { initialProvisionState } from '../../nodes/state-machine.js';
 import { baseUrl } from '../links.js';
+import { jsonFieldLimits } from '../json-fields.js';
 import { LiveOwners } from '../live-owners.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
 import { NODE_LIST_FIELDS, columnsFor, fieldsAt, renderNode } from '../views/node.js';
@@ -60,6 +61,7 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     await owners.close();
   });
   const viewContext = viewContextFor(owners, config);
+  const fieldLimits = jsonFieldLimits(config);
 
   async function list(request: FastifyRequest<{ Querystring: ListQuery }>, forceDetail: boolean) {
     const q = request.query;
@@ -105,7 +107,7 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
   });
 
   app.post('/v1/nodes', async (request, reply) => {
-    const input = validateNewNode(request.body, request.apiVersion);
+    const input = validateNewNode(request.body, request.apiVersion, fieldLimits);
     const interfaces = options.drivers.validateInterfaces(input.driver, {
       boot_interface: input.boot_interface, console_interface: input.console_interface, deploy_interface: input.deploy_interface,
       inspect_interface: input.inspect_interface, management_interface: input.management_interface, network_interface: input.network_interface,

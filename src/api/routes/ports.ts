@@ -1,12 +1,15 @@
 /** `/v1/ports` and `/v1/nodes/{node}/ports`: list (filter by node and address), show, create, delete. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidParameter } from '../../common/errors.js';
+import { cloneJson } from '../../common/json-safety.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { UUID_PATTERN, getNode } from '../../nodes/node-store.js';
-import { parsePatch } from '../../nodes/node-patch.js';
+import { parsePatch, pathTokens } from '../../nodes/node-patch.js';
 import { createPort, deletePort, getPort, listPorts, updatePort } from '../../nodes/port-store.js';
 import type { PortChanges, PortRow } from '../../nodes/port-store.js';
+import { checkJsonField, jsonFieldLimits } from '../json-fields.js';
+import type { JsonFieldLimits } from '../json-fields.js';
 import { apiTime, baseUrl, resourceLinks } from '../links.js';
 import { compareVersions } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
@@ -46,8 +49,31 @@ function renderPort(port: PortRow, base: string, fields: readonly string[]): Rec
 
 type Query = Record<string, string | undefined>;
 
+/** The keys Ironic accepts in a port's `local_link_connection` (LLDP data of the switch port). */
+export const LOCAL_LINK_CONNECTION_KEYS = ['switch_id', 'port_id', 'switch_info', 'network_type'] as const;
+const NETWORK_TYPES = ['managed', 'unmanaged'];
+
+/** One `local_link_connection` entry: a known key with a string value; 400 naming the path otherwise. */
+function checkLocalLinkEntry(path: string, key: string, value: unknown): void {
+  if (!(LOCAL_LINK_CONNECTION_KEYS as readonly string[]).includes(key)) {
+    throw new InvalidParameter(`${path}: unknown local_link_connection key ${JSON.stringify(key)}; valid keys: ${LOCAL_LINK_CONNECTION_KEYS.join(', ')}`);
+  }
+  if (typeof value !== 'string') throw new InvalidParameter(`${path}: expected a string`);
+  if (key === 'network_type' && !NETWORK_TYPES.includes(value)) throw new InvalidParameter(`${path}: expected one of ${NETWORK_TYPES.join(', ')}, got ${JSON.stringify(value)}`);
+}
+
+/** A whole `local_link_connection` and a port's `extra`: known keys, within the JSON field limits. */
+function checkPortFields(extra: unknown, llc: unknown, limits: JsonFieldLimits): void {
+  if (extra !== undefined) checkJsonField('extra', extra, limits);
+  if (llc !== undefined) {
+    for (const [key, value] of Object.entries(llc as Record<string, unknown>)) checkLocalLinkEntry(`local_link_connection.${key}`, key, value);
+    checkJsonField('local_link_connection', llc, limits);
+  }
+}
+
 export function portRoutes(app: FastifyInstance, options: { store: Store; config: Config }): void {
   const { store, config } = options;
+  const limits = jsonFieldLimits(config);
 
   async function list(request: FastifyRequest<{ Querystring: Query }>, nodeIdent: string | undefined, detailPath: boolean) {
     const q = request.query;
@@ -100,11 +126,12 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
       const v = input[f];
       if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) throw new InvalidParameter(`${f}: expected a JSON object`);
     }
+    checkPortFields(input.extra, input.local_link_connection, limits);
     // The stock client sends `--pxe-enabled false` as the string "false"; Ironic's boolean type takes both.
     const pxeEnabled = typeof input.pxe_enabled === 'string' ? parseBool('pxe_enabled', input.pxe_enabled) : input.pxe_enabled;
     if (pxeEnabled !== undefined && typeof pxeEnabled !== 'boolean') throw new InvalidParameter('pxe_enabled: expected true or false');
-    if (input.physical_network !== undefined && input.physical_network !== null && typeof input.physical_network !== 'string') {
-      throw new InvalidParameter('physical_network: expected a string');
+    if (input.physical_network !== undefined && input.physical_network !== null && (typeof input.physical_network !== 'string' || input.physical_network.length > 64)) {
+      throw new InvalidParameter('physical_network: expected a string of at most 64 characters');
     }
     const node = await getNode(store, input.node_uuid);
     const port = await createPort(store, {
@@ -125,18 +152,23 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     const ops = parsePatch(request.body);
     const port = await getPort(store, request.params.ident);
     const changes: PortChanges = {};
-    const extra = structuredClone(port.extra);
-    const llc = structuredClone(port.local_link_connection);
+    // Copies without a prototype: a key never reaches one (parsePatch refused prototype names too).
+    const extra = cloneJson(port.extra);
+    const llc = cloneJson(port.local_link_connection);
     for (const op of ops) {
-      const [field, ...rest] = op.path.slice(1).split('/');
+      const [field, ...rest] = pathTokens(op.path);
       const value = op.op === 'remove' ? undefined : op.value;
       if ((field === 'extra' || field === 'local_link_connection') && rest.length > 0) {
         const bag = field === 'extra' ? extra : llc;
         const key = rest.join('/');
         if (op.op === 'remove') {
-          if (!(key in bag)) throw new InvalidParameter(`${op.path}: no such key to remove`);
+          if (!Object.hasOwn(bag, key)) throw new InvalidParameter(`${op.path}: no such key to remove`);
           delete bag[key];
-        } else bag[key] = value;
+        } else {
+          if (op.op === 'replace' && !Object.hasOwn(bag, key)) throw new InvalidParameter(`${op.path}: no such key to replace (use add)`);
+          if (field === 'local_link_connection') checkLocalLinkEntry(op.path, key, value);
+          bag[key] = cloneJson(value);
+        }
         if (field === 'extra') changes.extra = extra;
         else changes.localLinkConnection = llc;
       } else if (field === 'address' && rest.length === 0 && op.op !== 'remove') {
@@ -146,12 +178,13 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
         if (flag === undefined) throw new InvalidParameter(`${op.path}: expected true or false`);
         changes.pxeEnabled = flag;
       } else if (field === 'physical_network' && rest.length === 0) {
-        if (value !== undefined && value !== null && typeof value !== 'string') throw new InvalidParameter(`${op.path}: expected a string`);
+        if (value !== undefined && value !== null && (typeof value !== 'string' || value.length > 64)) throw new InvalidParameter(`${op.path}: expected a string of at most 64 characters`);
         changes.physicalNetwork = (value as string | undefined) ?? null;
       } else {
         throw new InvalidParameter(`${op.path}: cannot be changed on a port`);
       }
     }
+    checkPortFields(changes.extra, changes.localLinkConnection, limits);
     const updated = await updatePort(store, port.uuid, changes);
     return renderPort(updated, baseUrl(request, config.api.public_endpoint), fieldsAt(request.apiVersion));
   });

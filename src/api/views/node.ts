@@ -3,12 +3,14 @@
  * appeared later are hidden from older clients, secrets in `driver_info` and `instance_info` are
  * masked, and links point at the node, its ports and its states.
  */
+import { MASKED, maskSecrets } from '../../common/mask.js';
 import type { NodeRow } from '../../nodes/node-store.js';
 import { apiTime, resourceLinks } from '../links.js';
 import { compareVersions } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
 
-export const MASKED = '******';
+/** Re-exported: the masking rules live with the other secret-hiding code. */
+export { MASKED, maskSecrets };
 
 /** Every node field and the microversion it appeared in. */
 export const NODE_FIELDS: Readonly<Record<string, Microversion>> = {
@@ -42,17 +44,6 @@ export function fieldsAt(version: Microversion): string[] {
     fieldsByVersion.set(key, fields);
   }
   return fields;
-}
-
-/** Masks values whose key names a secret (`*password*`, `configdrive`), at any depth. */
-export function maskSecrets(value: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (/password|secret|configdrive/i.test(k) && v !== null && v !== '') out[k] = MASKED;
-    else if (v !== null && typeof v === 'object' && !Array.isArray(v)) out[k] = maskSecrets(v as Record<string, unknown>);
-    else out[k] = v;
-  }
-  return out;
 }
 
 export interface NodeViewContext {
