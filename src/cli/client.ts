@@ -69,21 +69,21 @@ export function apiBaseUrl(url: string | undefined, config: Config): string {
  */
 export function apiCredentials(command: Command, config: Config): Pick<ApiEndpoint, 'authorization' | 'credentials'> {
   const opts = command.opts<{ osUsername?: string; osPassword?: string }>();
-  const source = (key: 'osUsername' | 'osPassword', flag: string, variable: string) => (command.getOptionValueSource(key) === 'env' ? variable : flag);
+  // An exported-but-empty variable usually means "unset"; an empty password is no password.
+  const flagUser = opts.osUsername || undefined;
+  const flagPassword = opts.osPassword || undefined;
+  const named = (key: 'osUsername' | 'osPassword') =>
+    command.getOptionValueSource(key) === 'env' ? (key === 'osUsername' ? 'OS_USERNAME' : 'OS_PASSWORD') : key === 'osUsername' ? '--os-username' : '--os-password';
   let user: string;
   let password: string;
   let from: string;
-  if (opts.osUsername !== undefined && opts.osUsername !== '') {
-    if (opts.osPassword === undefined) throw new UsageError(`${source('osUsername', '--os-username', 'OS_USERNAME')} is set but no password: add --os-password or set OS_PASSWORD`);
-    user = opts.osUsername;
-    password = opts.osPassword;
-    from = `${source('osUsername', '--os-username', 'OS_USERNAME')} and ${source('osPassword', '--os-password', 'OS_PASSWORD')}`;
-  } else if (opts.osPassword !== undefined) {
-    throw new UsageError(`${source('osPassword', '--os-password', 'OS_PASSWORD')} is set but no user: add --os-username or set OS_USERNAME`);
+  if (flagUser !== undefined) {
+    if (flagPassword === undefined) throw new UsageError(`${named('osUsername')} is set but no password: add --os-password or set OS_PASSWORD`);
+    [user, password, from] = [flagUser, flagPassword, `${named('osUsername')} and ${named('osPassword')}`];
+  } else if (flagPassword !== undefined) {
+    throw new UsageError(`${named('osPassword')} is set but no user: add --os-username or set OS_USERNAME`);
   } else if (config.baremetal.username !== '') {
-    user = config.baremetal.username;
-    password = config.baremetal.password;
-    from = '[baremetal] username and password';
+    [user, password, from] = [config.baremetal.username, config.baremetal.password, '[baremetal] username and password'];
   } else {
     return {};
   }
