@@ -97,7 +97,7 @@ const PROVISION: Array<[string, string, string, string]> = [
   ['provide', 'provide', 'available', 'make a manageable node available for deployment (after cleaning)'],
   ['deploy', 'active', 'active', 'deploy an available node'],
   ['undeploy', 'deleted', 'available', 'tear down a deployed node and clean it back to available'],
-  ['clean', 'clean', 'manageable', 'clean a manageable node'],
+  ['clean', 'clean', 'manageable', 'clean a manageable node: run exactly the --clean-steps given, in order (manual cleaning)'],
   ['abort', 'abort', '', 'abort the operation a waiting node is in'],
 ];
 
