@@ -1,5 +1,5 @@
 /**
- * How client commands (`node …`, `port …`, `server …`, `conductor list`, `ring show`) talk to a
+ * How client commands (`node …`, `port …`, `server …`, `compute list`, `conductor list`, `ring show`) talk to a
  * running API: over HTTP at `--url` (default: `[api] address`), with HTTP Basic credentials when
  * given, and one-line errors for an API that is down, refuses the credentials or the request.
  *
@@ -30,7 +30,7 @@ export interface ApiEndpoint {
   url: string;
   /** The `Authorization` header (`Basic …`) when credentials were given. */
   authorization?: string;
-  /** Who and from where, for error messages: `user "admin" (from --os-username/--os-password)`. Never the password. */
+  /** Who and from where, for error messages: `user "admin" (from --os-username and --os-password)`. Never the password. */
   credentials?: string;
 }
 
