@@ -9,6 +9,7 @@
 import { IronringError, UsageError } from '../common/errors.js';
 import { FAILURE_STATES, STABLE_STATES } from '../nodes/states.js';
 import { apiRequest } from './client.js';
+import type { ApiEndpoint } from './client.js';
 
 /** A node as `--wait` reads it. */
 export type WaitedNode = Record<string, unknown> & { uuid: string; provision_state: string; target_provision_state?: string | null; last_error?: unknown };
@@ -63,7 +64,7 @@ export const POLL_MS = 250;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls node `ident` until it rests; throws `WaitTimedOut` after `seconds`. */
-export async function waitForNode(base: string, ident: string, seconds: number): Promise<WaitedNode> {
+export async function waitForNode(base: ApiEndpoint, ident: string, seconds: number): Promise<WaitedNode> {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
     const node = await apiRequest<WaitedNode>(base, 'GET', `/v1/nodes/${encodeURIComponent(ident)}`);

@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startCli } from '../helpers/cli.js';
+import { BIN, cleanEnv, runCli, startCli } from '../helpers/cli.js';
 import type { CliProcess } from '../helpers/cli.js';
 
 describe('ironring node and port commands against ironring up', () => {
@@ -91,6 +92,56 @@ describe('ironring node and port commands against ironring up', () => {
     expect(help.stdout).toContain('--driver <driver>');
     expect(help.stdout).toContain('docs/driver-fields.md');
     expect(cli('node', 'unset', '--help').stdout).toMatch(/--boot-interface +reset the boot interface to the hardware type's/);
+  });
+
+  it('cleans a manageable node with --clean-steps given as JSON, @file or standard input', () => {
+    json('node', 'create', '--driver', 'fake-hardware', '--name', 'cli-clean');
+    json('node', 'manage', 'cli-clean', '--wait', '30');
+    const one = [{ interface: 'deploy', step: 'erase_devices_metadata' }];
+    const cleaned = json('node', 'clean', 'cli-clean', '--clean-steps', JSON.stringify(one), '--wait', '30');
+    // The fake deploy interface offers these steps; the node records exactly the ones that ran.
+    expect(cleaned).toMatchObject({ provision_state: 'manageable', last_error: null, driver_internal_info: { clean_steps: one } });
+
+    const both = [{ interface: 'deploy', step: 'erase_devices' }, { interface: 'deploy', step: 'erase_devices_metadata', args: {} }];
+    const file = path.join(dir, 'steps.json');
+    writeFileSync(file, JSON.stringify(both));
+    expect(json('node', 'clean', 'cli-clean', '--clean-steps', `@${file}`, '--wait', '30')).toMatchObject({ provision_state: 'manageable', driver_internal_info: { clean_steps: both } });
+
+    const piped = spawnSync(process.execPath, [BIN, 'node', 'clean', 'cli-clean', '--clean-steps', '-', '--wait', '30', '--format', 'json', '--url', url], { input: JSON.stringify(one), encoding: 'utf8', env: cleanEnv() });
+    expect(piped.status, piped.stderr).toBe(0);
+    expect(JSON.parse(piped.stdout)).toMatchObject({ provision_state: 'manageable', driver_internal_info: { clean_steps: one } });
+
+    // A step no interface of the node offers: the API's 400, naming what the interface offers.
+    const unsupported = cli('node', 'clean', 'cli-clean', '--clean-steps', '[{"interface": "deploy", "step": "erase_everything"}]');
+    expect(unsupported.code).toBe(1);
+    expect(unsupported.stderr).toMatch(/^ironring: 400 from .*does not support this clean step.*erase_everything.*offers erase_devices_metadata, erase_devices/);
+    expect(json('node', 'show', 'cli-clean')).toMatchObject({ provision_state: 'manageable', driver_internal_info: { clean_steps: one } });
+  });
+
+  it('refuses bad --clean-steps locally with one line and exit code 2, sending nothing', () => {
+    json('node', 'create', '--driver', 'fake-hardware', '--name', 'cli-clean-bad');
+    json('node', 'manage', 'cli-clean-bad', '--wait', '30');
+    const bad: Array<[string, string]> = [
+      ['[{"interface": "deploy", "step": ', 'ironring: --clean-steps: not valid JSON ('],
+      ['{"interface": "deploy", "step": "erase_devices"}', 'ironring: --clean-steps: expected a non-empty list of {"interface", "step", "args"} objects\n'],
+      ['[]', 'ironring: --clean-steps: expected a non-empty list of {"interface", "step", "args"} objects\n'],
+      ['[{"interface": "deploy"}]', 'ironring: --clean-steps[0].step: required, a string\n'],
+      ['[{"interface": "deploy", "step": "erase_devices", "priority": 5}]', 'ironring: --clean-steps[0]: unexpected key "priority"; allowed: interface, step, args\n'],
+      [`@${path.join(dir, 'no-such-steps.json')}`, `ironring: --clean-steps: cannot read ${path.join(dir, 'no-such-steps.json')}: ENOENT\n`],
+    ];
+    for (const [steps, message] of bad) {
+      const res = cli('node', 'clean', 'cli-clean-bad', '--clean-steps', steps);
+      expect(res.code, steps).toBe(2);
+      expect(res.stderr.startsWith(message), `${steps}: ${res.stderr}`).toBe(true);
+      expect(res.stderr.split('\n')).toHaveLength(2);
+    }
+    // Without --clean-steps, as `baremetal node clean`: a usage error naming the option.
+    const missing = cli('node', 'clean', 'cli-clean-bad');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/required option '--clean-steps <steps>' not specified/);
+    const n = json('node', 'show', 'cli-clean-bad');
+    expect(n).toMatchObject({ provision_state: 'manageable', target_provision_state: null, clean_step: {} });
+    expect((n.driver_internal_info as Record<string, unknown>).clean_steps).toBeUndefined();
   });
 
   it('answers bad flags with one line and exit code 2', () => {

@@ -3,10 +3,9 @@
  * the cluster's conductors as the API sees them.
  */
 import { Command, Option } from 'commander';
-import { apiBaseUrl, apiGet, urlOption } from '../client.js';
+import { apiGet, clientContext, withClientOptions } from '../client.js';
 import { commandContext } from '../context.js';
-import { emit, formatOption, renderTable } from '../output.js';
-import type { OutputFormat } from '../output.js';
+import { emit, renderTable } from '../output.js';
 import { waitForStopSignal } from '../signals.js';
 
 interface ApiConductor {
@@ -77,14 +76,10 @@ export function conductorCommand(): Command {
       }
     });
 
-  conductor
-    .command('list')
-    .description('list the conductors known to the cluster, with their group and whether each is alive (by the database clock)')
-    .addOption(urlOption())
-    .addOption(formatOption())
-    .action(async (opts: { url?: string; format: OutputFormat }, command: Command) => {
-      const { config } = commandContext(command);
-      const base = apiBaseUrl(opts.url, config);
+  withClientOptions(
+    conductor.command('list').description('list the conductors known to the cluster, with their group and whether each is alive (by the database clock)'),
+  ).action(async (_opts: unknown, command: Command) => {
+      const { base, format } = clientContext(command);
       const body = await apiGet<{ conductors: ApiConductor[] }>(base, '/v1/conductors?detail=True');
       const rows = body.conductors.map(({ hostname, conductor_group, alive, drivers, created_at, updated_at }) => ({
         hostname,
@@ -94,7 +89,7 @@ export function conductorCommand(): Command {
         created_at,
         updated_at,
       }));
-      emit(opts.format, rows, () =>
+      emit(format, rows, () =>
         renderTable(rows, [
           { header: 'Hostname', value: (r) => r.hostname },
           { header: 'Conductor Group', value: (r) => r.conductor_group },

@@ -2,8 +2,11 @@
  * `ironring node …`: the operator's node commands against a running API — the same operations as
  * the stock `baremetal node …` client, table output by default and `--format json` for scripts.
  */
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { UsageError } from '../../common/errors.js';
+import { InvalidParameter, UsageError } from '../../common/errors.js';
+import { parseCleanSteps } from '../../drivers/clean-steps.js';
+import type { CleanStepRequest } from '../../drivers/clean-steps.js';
 import { FAKE_HARDWARE } from '../../drivers/fake/fake-hardware.js';
 import { INTERFACE_TYPES, interfaceField } from '../../drivers/hardware-type.js';
 import type { InterfaceType } from '../../drivers/hardware-type.js';
@@ -56,12 +59,45 @@ function interfaceChoices(type: InterfaceType): string {
   return [IPMI_HARDWARE, FAKE_HARDWARE].map((h) => `${h.supported[type].join(', ')} (${h.name})`).join('; ');
 }
 
+const CLEAN_STEPS_EXAMPLE = '[{"interface": "deploy", "step": "erase_devices_metadata"}]';
+
+/**
+ * `--clean-steps`: a JSON list, `@file` holding one, or `-` for standard input (as `baremetal node
+ * clean --clean-steps` takes a file or `-`). Checked here with the API's own schema, so a typo is
+ * one line naming the entry, not a round trip; whether the node offers the steps is the API's call.
+ */
+export function readCleanSteps(value: string): CleanStepRequest[] {
+  let text = value;
+  let from = '';
+  if (value === '-' || value.startsWith('@')) {
+    const file = value === '-' ? 0 : value.slice(1);
+    from = value === '-' ? ' (standard input)' : ` (${value.slice(1)})`;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new UsageError(`--clean-steps: cannot read ${value === '-' ? 'standard input' : value.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--clean-steps${from}: not valid JSON (${(err as Error).message.split('\n')[0]}); expected a list such as ${CLEAN_STEPS_EXAMPLE}`);
+  }
+  try {
+    return parseCleanSteps(parsed);
+  } catch (err) {
+    if (err instanceof InvalidParameter) throw new UsageError(`${err.message.replace(/^clean_steps/, '--clean-steps')}${from}`);
+    throw err;
+  }
+}
+
 const PROVISION: Array<[string, string, string, string]> = [
   ['manage', 'manage', 'manageable', 'move a node to manageable (verifies its BMC credentials)'],
   ['provide', 'provide', 'available', 'make a manageable node available for deployment (after cleaning)'],
   ['deploy', 'active', 'active', 'deploy an available node'],
   ['undeploy', 'deleted', 'available', 'tear down a deployed node and clean it back to available'],
-  ['clean', 'clean', 'manageable', 'clean a manageable node'],
+  ['clean', 'clean', 'manageable', 'clean a manageable node: run exactly the --clean-steps given, in order (manual cleaning)'],
   ['abort', 'abort', '', 'abort the operation a waiting node is in'],
 ];
 
@@ -183,17 +219,26 @@ export function nodeCommand(): Command {
     });
 
   for (const [verb, target, settled, description] of PROVISION) {
-    withClientOptions(node.command(verb).description(description).argument('<node>', 'node uuid or name'))
+    const cmd = withClientOptions(node.command(verb).description(description).argument('<node>', 'node uuid or name'));
+    // Manual cleaning runs exactly the steps asked for; the API refuses a clean without them (as Ironic does).
+    if (verb === 'clean') {
+      cmd.requiredOption(
+        '--clean-steps <steps>',
+        `the steps to run, in order: a JSON list of {"interface", "step", "args"?} objects, @file holding one, or - for standard input; e.g. '${CLEAN_STEPS_EXAMPLE}'`,
+      );
+    }
+    cmd
       .addOption(
         new Option(
           '--wait [seconds]',
           `wait until the node rests (default 600 s): exit 0 when it ${settled ? `is ${settled}` : 'rests'}; exit 1 with its last_error on stderr as soon as it fails (a "* failed" state, error, or a rest elsewhere such as enroll after a failed BMC check)`,
         ),
       )
-      .action(async (ident: string, opts: { wait?: string | boolean }, command: Command) => {
-        const { base, format } = clientContext(command);
+      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string }, command: Command) => {
         const seconds = waitSeconds(opts.wait, 600);
-        await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/provision`, { target });
+        const cleanSteps = opts.cleanSteps !== undefined ? readCleanSteps(opts.cleanSteps) : undefined;
+        const { base, format } = clientContext(command);
+        await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/provision`, { target, ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}) });
         if (seconds === null) return void process.stdout.write(`Requested ${verb} of node ${ident}\n`);
         const n = await waitForNode(base, ident, seconds);
         const failure = nodeFailure(n, settled);

@@ -3,10 +3,8 @@
  * nodes per conductor — read from a running API (`GET /v1/ring`).
  */
 import { Command, Option } from 'commander';
-import { apiBaseUrl, apiGet, urlOption } from '../client.js';
-import { commandContext } from '../context.js';
-import { emit, formatOption, renderTable } from '../output.js';
-import type { OutputFormat } from '../output.js';
+import { apiGet, clientContext, withClientOptions } from '../client.js';
+import { emit, renderTable } from '../output.js';
 
 interface RingResponse {
   mode: string;
@@ -16,21 +14,18 @@ interface RingResponse {
 }
 
 export function ringShowCommand(): Command {
-  return new Command('show')
+  const show = new Command('show')
     .summary('show where the live cluster places nodes')
     .description(
       'Show the live placement: for each node its owner conductor and replicas (ring order), and for each ' +
         'conductor group its live conductors and how many nodes each owns. Reads a running API (--url).',
     )
-    .addOption(new Option('--node <uuid-or-name>', 'show only this node'))
-    .addOption(urlOption())
-    .addOption(formatOption())
-    .action(async (opts: { node?: string; url?: string; format: OutputFormat }, command: Command) => {
-      const { config } = commandContext(command);
-      const base = apiBaseUrl(opts.url, config);
+    .addOption(new Option('--node <uuid-or-name>', 'show only this node'));
+  return withClientOptions(show).action(async (opts: { node?: string }, command: Command) => {
+      const { base, format } = clientContext(command);
       const path = opts.node === undefined ? '/v1/ring' : `/v1/ring?node=${encodeURIComponent(opts.node)}`;
       const ring = await apiGet<RingResponse>(base, path);
-      emit(opts.format, ring, () => {
+      emit(format, ring, () => {
         const nodes = renderTable(ring.nodes, [
           { header: 'Node', value: (n) => n.uuid },
           { header: 'Name', value: (n) => n.name },
