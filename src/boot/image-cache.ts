@@ -11,7 +11,8 @@ import { link, mkdir, readdir, rm, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { isTempName, statOrNull, tempPathFor } from './atomic-fs.js';
-import { ImageChecksumMismatch } from './errors.js';
+import { ImageChecksumMismatch, ImageSourceNotAllowed } from './errors.js';
+import { checkFileSource } from './file-source.js';
 import { checkImageUrl, fetchImageTo } from './image-fetch.js';
 import type { FetchFunction } from './image-fetch.js';
 import type { BootLogger, ImageSource } from './types.js';
@@ -38,6 +39,13 @@ export interface ImageCacheOptions {
   durable?: boolean;
   /** Record a use on a master at most this often (each stamp is an inode write). Default 1 hour. */
   touchIntervalMs?: number;
+  /**
+   * Directories `file://` sources must lie in (`[conductor] file_url_allowed_paths`): checked,
+   * symlinks resolved, before a cached master is handed out and again when the file is opened.
+   * Empty disables `file://`; undefined means no allowed list (the blocked system directories of
+   * `BLOCKED_FILE_PATHS` are refused either way).
+   */
+  fileUrlAllowedPaths?: readonly string[];
   /** Temp files older than this are leftovers of a killed process; `clean` removes them. Default 1 day. */
   staleTempMs?: number;
   logger?: BootLogger;
@@ -104,17 +112,28 @@ export class ImageCache {
 
   /**
    * Returns the path of the master for `image`, downloading and verifying it first when it is not
-   * cached. Concurrent calls for the same checksum share one download.
+   * cached. Concurrent calls for the same checksum share one download. A `file://` source outside
+   * the allowed directories is refused even when its checksum names a master already cached: the
+   * URL is what the request asked for, and it is not one this conductor serves from.
    */
   ensure(image: ImageSource, field?: string): Promise<string> {
     const name = masterName(image.checksum, field);
-    checkImageUrl(image.url);
-    let pending = this.inflight.get(name);
-    if (pending === undefined) {
-      pending = this.fill(image, name).finally(() => this.inflight.delete(name));
-      this.inflight.set(name, pending);
-    }
-    return pending;
+    const url = checkImageUrl(image.url);
+    const share = (): Promise<string> => {
+      let pending = this.inflight.get(name);
+      if (pending === undefined) {
+        pending = this.fill(image, name).finally(() => this.inflight.delete(name));
+        this.inflight.set(name, pending);
+      }
+      return pending;
+    };
+    if (url.protocol !== 'file:') return share();
+    // A source file gone since its master was cached is no reason to refuse the master: only a
+    // refusal stops here; the download, when one is needed, checks and reports the rest.
+    return checkFileSource(url, this.options.fileUrlAllowedPaths).then(share, (err: unknown) => {
+      if (err instanceof ImageSourceNotAllowed) throw err;
+      return share();
+    });
   }
 
   /**
@@ -233,8 +252,10 @@ export class ImageCache {
         timeoutMs: this.options.downloadTimeoutMs,
         durable: this.options.durable,
         fetch: this.options.fetch,
+        fileUrlAllowedPaths: this.options.fileUrlAllowedPaths,
       });
-      if (got.hex !== hex) throw new ImageChecksumMismatch(image.url, `${algorithm}:${hex}`, `${algorithm}:${got.hex}`);
+      // Never the computed digest: it would tell the requester a checksum of whatever the URL named.
+      if (got.hex !== hex) throw new ImageChecksumMismatch(image.url, `${algorithm}:${hex}`);
       try {
         // link, not rename: never replace a master another process put there meanwhile (nodes link to its inode).
         await link(tmp, path);

@@ -28,6 +28,8 @@ export interface OptionSpec {
   secret?: boolean;
   /** A file-system path: relative values are resolved against the working directory or data_dir. */
   path?: 'cwd' | 'data_dir';
+  /** A comma-separated list (Ironic's ListOpt); with `path`, each item is resolved on its own. */
+  list?: boolean;
 }
 
 /** `host:port` with an IPv4 address, a host name, or a bracketed IPv6 address. */
@@ -169,6 +171,14 @@ export const OPTIONS = {
       type: { kind: 'integer', min: 0, max: 16 },
       default: 5,
       description: "In 'tooz' mode, each conductor gets 2**exponent points on the ring, as in Ironic.",
+    },
+    file_url_allowed_paths: {
+      type: { kind: 'string', pattern: /^(?!(?:.*[/,]\s*)?\.\.(?:[/,]|\s*$))[^\0]*$/, describe: 'comma-separated directories, no ".." segments' },
+      default: 'images',
+      path: 'data_dir',
+      list: true,
+      description:
+        'Comma-separated directories file:// image URLs may name (symlinks resolved before the check); /dev, /sys, /proc, /boot, /etc and /run are refused whatever this says; empty disables file:// images (Ironic CVE-2024-44082 / OSSA-2025-001).',
     },
   },
   api_database: {

@@ -66,7 +66,14 @@ describe.skipIf(engines.length === 0)('take-over: conductors keep boot state on 
   async function start(host: string, env: Record<string, string> = {}): Promise<RunningConductor> {
     const c = await startConductor(target.url, host, {
       dataDir: dataDir(host),
-      env: { IRONRING_LOG_LEVEL: 'info', IRONRING_CONDUCTOR_REPLICAS: String(REPLICAS), IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0', ...env },
+      env: {
+        IRONRING_LOG_LEVEL: 'info',
+        IRONRING_CONDUCTOR_REPLICAS: String(REPLICAS),
+        IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0',
+        // The shared test images live beside the data directories, not in each one's images/.
+        IRONRING_CONDUCTOR_FILE_URL_ALLOWED_PATHS: path.join(work, 'images'),
+        ...env,
+      },
     });
     running = running.filter((r) => r.host !== host || r.proc.child.exitCode === null);
     running.push(c);
