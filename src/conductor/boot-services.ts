@@ -77,6 +77,9 @@ export async function startBootServices(config: Config, logger: Logger, optional
           address: pxe.tftp_address,
           busyPollUs: pxe.tftp_busy_poll_us,
           engine: pxe.tftp_engine,
+          maxTransfers: pxe.tftp_max_transfers,
+          maxTransfersPerClient: pxe.tftp_max_transfers_per_client,
+          maxIdleMs: pxe.tftp_max_idle * 1000,
           logger: logger.child({ component: 'tftp' }),
         }), logger);
       if (tftp) {

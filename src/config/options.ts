@@ -276,6 +276,23 @@ export const OPTIONS = {
       description:
         'Microseconds a TFTP transfer running alone spins for each ACK before sleeping (lock-step throughput on fast links); a transfer whose ACKs come later backs off. 0 turns it off.',
     },
+    tftp_max_transfers: {
+      type: { kind: 'integer', min: 1, max: 65536 },
+      default: 256,
+      description:
+        'TFTP transfers in progress at once (each holds a socket and a file, and with the native engine a thread); further requests are refused with a "server busy" TFTP error.',
+    },
+    tftp_max_transfers_per_client: {
+      type: { kind: 'integer', min: 1, max: 65536 },
+      default: 8,
+      description: 'TFTP transfers in progress at once for one client IP address (a PXE client needs one or two); further requests get "server busy".',
+    },
+    tftp_max_idle: {
+      type: { kind: 'integer', min: 1, max: 255 },
+      default: 60,
+      description:
+        'Seconds a TFTP transfer waits for a silent client, retransmissions included, before dropping it; a client timeout option above this is not acknowledged, and retransmissions are cut to fit.',
+    },
     tftp_server: {
       type: { kind: 'string', pattern: /^[A-Za-z0-9.:[\]-]*$/, describe: 'a host or IP address' },
       default: '',

@@ -72,6 +72,8 @@ describe.skipIf(engines.length === 0)('take-over: conductors keep boot state on 
         IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0',
         // The shared test images live beside the data directories, not in each one's images/.
         IRONRING_CONDUCTOR_FILE_URL_ALLOWED_PATHS: path.join(work, 'images'),
+        // Every PXE probe comes from 127.0.0.1, twelve at a time: above the per-client cap of 8.
+        IRONRING_PXE_TFTP_MAX_TRANSFERS_PER_CLIENT: '64',
         ...env,
       },
     });
