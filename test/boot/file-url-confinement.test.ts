@@ -50,7 +50,8 @@ beforeAll(async () => {
   symlinkSync('/etc/passwd', path.join(imagesDir, 'passwd.img'));
   proc = startCli(
     ['up', '--data-dir', dataDir, '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio'],
-    { cwd: dir, env: { IRONRING_LOG_LEVEL: 'info' } },
+    // Short compute intervals: the servers test waits for its node to become schedulable.
+    { cwd: dir, env: { IRONRING_LOG_LEVEL: 'info', IRONRING_COMPUTE_UPDATE_RESOURCES_INTERVAL: '1', IRONRING_COMPUTE_REPORT_INTERVAL: '1' } },
   );
   base = (await proc.waitForOutput(/API: +(http:\/\/127\.0\.0\.1:\d+)\/v1/, 30_000))[1]!;
   tftpPort = Number(/boot: +TFTP 127\.0\.0\.1:(\d+)/.exec(proc.stdout())![1]);
@@ -97,9 +98,10 @@ async function act(ident: string, target: string): Promise<void> {
 let macs = 0;
 let refusals = 0;
 /** An available fake-hardware node that network-boots (pxe) and deploys with the ramdisk interface. */
-async function availableNode(name: string): Promise<string> {
+async function availableNode(name: string, extra: Record<string, unknown> = {}): Promise<string> {
   const created = await api('POST', '/v1/nodes', {
     name,
+    ...extra,
     driver: 'fake-hardware',
     boot_interface: 'pxe',
     deploy_interface: 'ramdisk',
@@ -227,4 +229,29 @@ describe('file:// image sources through ironring up (issue #14 item 3)', () => {
     }
     expect(readdirSync(path.join(dataDir, 'master_images'))).not.toContain(`sha256-${'ab'.repeat(32)}`);
   }, 60_000);
+
+  it('refuses the same for a server created with POST /compute/v1/servers (it deploys through the same conductor path)', async () => {
+    const uuid = await availableNode('fileurl-server', { resource_class: 'fileurl-rc' });
+    await waitUntil(async () => {
+      const res = await api('GET', '/compute/v1/compute-nodes');
+      return ((res.json.compute_nodes as Array<{ uuid: string }> | undefined) ?? []).some((n) => n.uuid === uuid);
+    }, 30_000, 'the node to be exposed to the compute tier');
+    const passwd = readFileSync('/etc/passwd');
+    const created = await api('POST', '/compute/v1/servers', {
+      name: 'fileurl-server',
+      resource_class: 'fileurl-rc',
+      image: { kernel: 'file:///etc/passwd', kernel_checksum: `sha256:${hex(passwd)}`, ramdisk: `file://${imagesDir}/initrd.img`, ramdisk_checksum: `sha256:${hex(ramdisk)}` },
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(202);
+    let state: NodeState | undefined;
+    await waitUntil(async () => {
+      state = await node(uuid);
+      return state.provision_state === 'deploy failed' || state.provision_state === 'active';
+    }, 30_000, 'the server\'s node to finish deploying');
+    expect(state!.provision_state).toBe('deploy failed');
+    expect(state!.last_error).toMatch(/image source file:\/\/\/etc\/passwd is not allowed: \/etc is never an image source/);
+    for (const d of digests(passwd)) expect(state!.last_error).not.toContain(d);
+    expect(servedBytes()).not.toContain(readFileSync('/etc/passwd', 'latin1').split('\n')[0]);
+    expect(tftpGet(`${uuid}/kernel`).ok).toBe(false);
+  }, 90_000);
 });
