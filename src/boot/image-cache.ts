@@ -19,6 +19,12 @@ import type { BootLogger, ImageSource } from './types.js';
 import { parseChecksum } from './validate.js';
 
 const DAY = 24 * 60 * 60_000;
+/**
+ * How long an admitted `file://` URL is trusted without resolving it again: a take-over prepares
+ * thousands of nodes naming the same few images, and the check of a URL whose master is already
+ * cached only decides whether the URL may be named (downloads always check afresh).
+ */
+const ADMIT_TTL_MS = 60_000;
 const MASTER_NAME = /^(sha256|sha512|md5)-[0-9a-f]+$/;
 
 /** Options of an image cache. */
@@ -93,6 +99,8 @@ export class ImageCache {
   private readonly held = new Map<string, number>();
   /** When this instance last stamped each path: saves the stat of a touch that would be skipped. */
   private readonly touched = new Map<string, number>();
+  /** `file://` URLs admitted by {@link checkSource}, with when. */
+  private readonly admitted = new Map<string, number>();
   private readonly now: () => number;
 
   constructor(private readonly options: ImageCacheOptions) {
@@ -128,12 +136,30 @@ export class ImageCache {
       return pending;
     };
     if (url.protocol !== 'file:') return share();
-    // A source file gone since its master was cached is no reason to refuse the master: only a
-    // refusal stops here; the download, when one is needed, checks and reports the rest.
-    return checkFileSource(url, this.options.fileUrlAllowedPaths).then(share, (err: unknown) => {
+    return this.checkSource(image.url).then(share);
+  }
+
+  /**
+   * Throws `ImageSourceNotAllowed` when `url` is a `file://` source outside the allowed directories
+   * (symlinks resolved) or under a blocked system directory; anything else passes. Called before a
+   * cached master is handed out for a URL, by `ensure` and by the boot environment's fast path.
+   * A source file gone since its master was cached is no reason to refuse: only a refusal throws;
+   * a download, when one is needed, checks again and reports the rest.
+   */
+  async checkSource(url: string): Promise<void> {
+    const parsed = checkImageUrl(url);
+    if (parsed.protocol !== 'file:') return;
+    const now = this.now();
+    const at = this.admitted.get(url);
+    if (at !== undefined && now - at < ADMIT_TTL_MS) return;
+    try {
+      await checkFileSource(parsed, this.options.fileUrlAllowedPaths);
+    } catch (err) {
       if (err instanceof ImageSourceNotAllowed) throw err;
-      return share();
-    });
+      return;
+    }
+    if (this.admitted.size > 10_000) this.admitted.clear();
+    this.admitted.set(url, now);
   }
 
   /**

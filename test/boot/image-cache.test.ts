@@ -272,3 +272,17 @@ describe('image cache: file:// sources are confined to file_url_allowed_paths (i
     expect((err as Error).message).toMatch(/not a regular file/);
   });
 });
+
+describe('boot environment: a cached master is no way around file_url_allowed_paths', () => {
+  it('refuses a node whose file:// URL is outside the allowed directories even when its checksum names cached masters (fast path)', async () => {
+    const env = s.env({ imageCache: { durable: false, fileUrlAllowedPaths: [join(s.dir, 'images')] } });
+    const images = await s.images();
+    await env.prepare({ uuid: uuid(1) }, [{ address: mac(1), pxeEnabled: true }], images);
+    const sneaky = { ...images, deployKernel: { url: 'file:///etc/passwd', checksum: images.deployKernel.checksum } };
+    const err = await env.prepare({ uuid: uuid(2) }, [{ address: mac(2), pxeEnabled: true }], sneaky).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageSourceNotAllowed);
+    expect((await tree(s.tftpRoot)).filter((p) => p.includes(uuid(2)) || p.endsWith(mac(2).replaceAll(':', '-')))).toEqual([]);
+    // The allowed node is still current (nothing to write).
+    expect((await env.prepare({ uuid: uuid(1) }, [{ address: mac(1), pxeEnabled: true }], images)).written).toEqual([]);
+  });
+});
