@@ -75,16 +75,18 @@ export async function checkFileSource(url: string | URL, allowed: readonly strin
     throw new ImageSourceNotAllowed(shown, 'it is not a local file path');
   }
   const lexical = allowed === undefined ? undefined : allowed.map((dir) => path.resolve(dir));
-  admit(shown, file, lexical ?? ['/'], false);
-  let real: string;
+  // The directories as written and as resolved: a URL may name either spelling of an allowed one.
+  const real = lexical === undefined ? ['/'] : await realDirs(lexical);
+  admit(shown, file, lexical === undefined ? ['/'] : [...lexical, ...real], false);
+  let resolved: string;
   try {
-    real = await realpath(file);
+    resolved = await realpath(file);
   } catch (err) {
     // Inside an allowed directory: saying it is missing reveals nothing the operator did not allow.
     throw new ImageDownloadFailed(shown, (err as Error).message, { cause: err });
   }
-  admit(shown, real, lexical === undefined ? ['/'] : await realDirs(lexical), true);
-  return real;
+  admit(shown, resolved, real, true);
+  return resolved;
 }
 
 /**

@@ -236,6 +236,15 @@ describe('image cache: file:// sources are confined to file_url_allowed_paths (i
     expect(await readFile(await cache.ensure({ url: `file://${join(s.dir, 'images', 'inner-link')}`, checksum: sha256('allowed bytes') }), 'utf8')).toBe('allowed bytes');
   });
 
+  it('accepts either spelling of an allowed directory that is itself a symlink', async () => {
+    const inside = await s.image('kernel', 'allowed bytes');
+    await symlink(join(s.dir, 'images'), join(s.dir, 'images-link'));
+    const cache = allowedCache([join(s.dir, 'images-link')]);
+    expect(await readFile(await cache.ensure({ url: `file://${join(s.dir, 'images-link', 'kernel')}`, checksum: inside.checksum }), 'utf8')).toBe('allowed bytes');
+    await cache.evict(inside);
+    expect(await readFile(await cache.ensure(inside), 'utf8')).toBe('allowed bytes');
+  });
+
   it('refuses an allowed-looking path whose checksum names a master already cached', async () => {
     const inside = await s.image('kernel', 'allowed bytes');
     const cache = allowedCache([join(s.dir, 'images')]);
