@@ -126,6 +126,8 @@ async function main(): Promise<void> {
           IRONRING_CONDUCTOR_HEARTBEAT_INTERVAL: String(Math.max(1, Math.floor(HEARTBEAT_TIMEOUT / 3))),
           IRONRING_CONDUCTOR_REPLICAS: String(REPLICAS),
           IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0',
+          // The shared images live beside the conductors' data directories.
+          IRONRING_CONDUCTOR_FILE_URL_ALLOWED_PATHS: path.join(work, 'images'),
           ...(WORKERS ? { IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_WORKERS: WORKERS } : {}),
         },
       });

@@ -265,6 +265,12 @@ export class BootEnvironment {
     const write = this.writeOptions();
     const { layout } = spec;
     const others = this.nodeDirs(spec.uuid).filter((d) => d !== layout.dir);
+    // Even a node whose masters are all cached names its images by URL: a file:// URL outside
+    // [conductor] file_url_allowed_paths is refused here too, not only when it would be read.
+    for (const role of IMAGE_ROLES) {
+      const image = spec.images[role];
+      if (image !== undefined) await this.cache.checkSource(image.url);
+    }
     let fast: ReturnType<typeof applySync> = null;
     try {
       fast = applySync(spec, {

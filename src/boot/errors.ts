@@ -47,9 +47,28 @@ export class ImageDownloadFailed extends IronringError {
 }
 
 /**
+ * Thrown when a `file://` image source is refused: outside the directories of `[conductor]
+ * file_url_allowed_paths` (before or after resolving symlinks), under a system directory that is
+ * never an image source (/dev, /sys, /proc, /boot, /etc, /run), or not a regular file. Nothing was
+ * read from it. 400: the request named a source this conductor does not serve images from.
+ */
+export class ImageSourceNotAllowed extends InvalidParameter {
+  constructor(
+    /** The image URL as given. */
+    readonly url: string,
+    /** Why, naming the option to change; never where a symlink pointed. */
+    readonly reason: string,
+  ) {
+    super(`image source ${url} is not allowed: ${reason}`);
+  }
+}
+
+/**
  * Thrown when a downloaded image does not match the checksum it was requested with. The bytes never
  * entered the cache (they were verified in a temp file, which has been removed). 502, like a failed
- * download: either the source changed or the checksum given for it is wrong.
+ * download: either the source changed or the checksum given for it is wrong. The checksum computed
+ * from the bytes is deliberately not carried: it would let whoever names the URL learn a digest of
+ * any file the conductor can read (issue #14).
  */
 export class ImageChecksumMismatch extends IronringError {
   override readonly httpStatus = 502;
@@ -58,9 +77,7 @@ export class ImageChecksumMismatch extends IronringError {
     readonly url: string,
     /** The checksum asked for, `algo:hex`. */
     readonly expected: string,
-    /** The checksum of what was downloaded, `algo:hex`. */
-    readonly actual: string,
   ) {
-    super(`image ${url} does not match its checksum: expected ${expected}, got ${actual}`);
+    super(`image ${url}: checksum mismatch (expected ${expected})`);
   }
 }

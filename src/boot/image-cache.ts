@@ -11,13 +11,20 @@ import { link, mkdir, readdir, rm, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { isTempName, statOrNull, tempPathFor } from './atomic-fs.js';
-import { ImageChecksumMismatch } from './errors.js';
+import { ImageChecksumMismatch, ImageSourceNotAllowed } from './errors.js';
+import { checkFileSource } from './file-source.js';
 import { checkImageUrl, fetchImageTo } from './image-fetch.js';
 import type { FetchFunction } from './image-fetch.js';
 import type { BootLogger, ImageSource } from './types.js';
 import { parseChecksum } from './validate.js';
 
 const DAY = 24 * 60 * 60_000;
+/**
+ * How long an admitted `file://` URL is trusted without resolving it again: a take-over prepares
+ * thousands of nodes naming the same few images, and the check of a URL whose master is already
+ * cached only decides whether the URL may be named (downloads always check afresh).
+ */
+const ADMIT_TTL_MS = 60_000;
 const MASTER_NAME = /^(sha256|sha512|md5)-[0-9a-f]+$/;
 
 /** Options of an image cache. */
@@ -38,6 +45,13 @@ export interface ImageCacheOptions {
   durable?: boolean;
   /** Record a use on a master at most this often (each stamp is an inode write). Default 1 hour. */
   touchIntervalMs?: number;
+  /**
+   * Directories `file://` sources must lie in (`[conductor] file_url_allowed_paths`): checked,
+   * symlinks resolved, before a cached master is handed out and again when the file is opened.
+   * Empty disables `file://`; undefined means no allowed list (the blocked system directories of
+   * `BLOCKED_FILE_PATHS` are refused either way).
+   */
+  fileUrlAllowedPaths?: readonly string[];
   /** Temp files older than this are leftovers of a killed process; `clean` removes them. Default 1 day. */
   staleTempMs?: number;
   logger?: BootLogger;
@@ -85,6 +99,8 @@ export class ImageCache {
   private readonly held = new Map<string, number>();
   /** When this instance last stamped each path: saves the stat of a touch that would be skipped. */
   private readonly touched = new Map<string, number>();
+  /** `file://` URLs admitted by {@link checkSource}, with when. */
+  private readonly admitted = new Map<string, number>();
   private readonly now: () => number;
 
   constructor(private readonly options: ImageCacheOptions) {
@@ -104,17 +120,46 @@ export class ImageCache {
 
   /**
    * Returns the path of the master for `image`, downloading and verifying it first when it is not
-   * cached. Concurrent calls for the same checksum share one download.
+   * cached. Concurrent calls for the same checksum share one download. A `file://` source outside
+   * the allowed directories is refused even when its checksum names a master already cached: the
+   * URL is what the request asked for, and it is not one this conductor serves from.
    */
   ensure(image: ImageSource, field?: string): Promise<string> {
     const name = masterName(image.checksum, field);
-    checkImageUrl(image.url);
-    let pending = this.inflight.get(name);
-    if (pending === undefined) {
-      pending = this.fill(image, name).finally(() => this.inflight.delete(name));
-      this.inflight.set(name, pending);
+    const url = checkImageUrl(image.url);
+    const share = (): Promise<string> => {
+      let pending = this.inflight.get(name);
+      if (pending === undefined) {
+        pending = this.fill(image, name).finally(() => this.inflight.delete(name));
+        this.inflight.set(name, pending);
+      }
+      return pending;
+    };
+    if (url.protocol !== 'file:') return share();
+    return this.checkSource(image.url).then(share);
+  }
+
+  /**
+   * Throws `ImageSourceNotAllowed` when `url` is a `file://` source outside the allowed directories
+   * (symlinks resolved) or under a blocked system directory; anything else passes. Called before a
+   * cached master is handed out for a URL, by `ensure` and by the boot environment's fast path.
+   * A source file gone since its master was cached is no reason to refuse: only a refusal throws;
+   * a download, when one is needed, checks again and reports the rest.
+   */
+  async checkSource(url: string): Promise<void> {
+    const parsed = checkImageUrl(url);
+    if (parsed.protocol !== 'file:') return;
+    const now = this.now();
+    const at = this.admitted.get(url);
+    if (at !== undefined && now - at < ADMIT_TTL_MS) return;
+    try {
+      await checkFileSource(parsed, this.options.fileUrlAllowedPaths);
+    } catch (err) {
+      if (err instanceof ImageSourceNotAllowed) throw err;
+      return;
     }
-    return pending;
+    if (this.admitted.size > 10_000) this.admitted.clear();
+    this.admitted.set(url, now);
   }
 
   /**
@@ -233,8 +278,10 @@ export class ImageCache {
         timeoutMs: this.options.downloadTimeoutMs,
         durable: this.options.durable,
         fetch: this.options.fetch,
+        fileUrlAllowedPaths: this.options.fileUrlAllowedPaths,
       });
-      if (got.hex !== hex) throw new ImageChecksumMismatch(image.url, `${algorithm}:${hex}`, `${algorithm}:${got.hex}`);
+      // Never the computed digest: it would tell the requester a checksum of whatever the URL named.
+      if (got.hex !== hex) throw new ImageChecksumMismatch(image.url, `${algorithm}:${hex}`);
       try {
         // link, not rename: never replace a master another process put there meanwhile (nodes link to its inode).
         await link(tmp, path);

@@ -3,13 +3,13 @@
  * owns the destination (a temp file) and decides what to do with it once the digest is known.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { fileURLToPath } from 'node:url';
-import { ImageDownloadFailed, UnsupportedImageSource } from './errors.js';
+import { ImageDownloadFailed, ImageSourceNotAllowed, UnsupportedImageSource } from './errors.js';
+import { openFileSource } from './file-source.js';
 import type { ChecksumAlgorithm } from './types.js';
 
 /** The `fetch` the cache uses for http(s); injectable for tests and proxies. */
@@ -23,6 +23,12 @@ export interface FetchImageOptions {
   /** fsync the file once written. Default true. */
   durable?: boolean;
   fetch?: FetchFunction;
+  /**
+   * Directories `file://` sources must lie in (`[conductor] file_url_allowed_paths`), symlinks
+   * resolved; empty disables `file://`. Undefined: no allowed list (library use and unit tests);
+   * the system directories of `BLOCKED_FILE_PATHS` are refused either way.
+   */
+  fileUrlAllowedPaths?: readonly string[];
 }
 
 /** Throws `UnsupportedImageSource` unless the URL is file, http or https. */
@@ -53,7 +59,8 @@ export async function fetchImageTo(url: string, dest: string, options: FetchImag
   let source: Readable;
   try {
     if (parsed.protocol === 'file:') {
-      source = createReadStream(fileURLToPath(parsed));
+      const handle = await openFileSource(parsed, options.fileUrlAllowedPaths);
+      source = handle.createReadStream();
     } else {
       const response = await (options.fetch ?? fetch)(url, { signal });
       if (!response.ok || response.body === null) {
@@ -72,7 +79,7 @@ export async function fetchImageTo(url: string, dest: string, options: FetchImag
       }
     }
   } catch (err) {
-    if (err instanceof ImageDownloadFailed) throw err;
+    if (err instanceof ImageDownloadFailed || err instanceof ImageSourceNotAllowed) throw err;
     throw new ImageDownloadFailed(url, (err as Error).message, { cause: err });
   }
   return { hex: hash.digest('hex'), bytes };

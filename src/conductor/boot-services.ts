@@ -5,6 +5,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { networkInterfaces } from 'node:os';
+import { sep } from 'node:path';
 import { BootEnvironment, startHttpBootServer } from '../boot/index.js';
 import type { HttpBootServer } from '../boot/index.js';
 import { startTftpServer } from '../boot/tftp/index.js';
@@ -12,6 +13,7 @@ import type { TftpServer, TftpStats } from '../boot/tftp/index.js';
 import { ListenError } from '../common/errors.js';
 import { splitAddress } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
+import { splitList } from '../config/load.js';
 import type { Config } from '../config/options.js';
 
 export interface BootServices {
@@ -55,7 +57,13 @@ async function optional<T>(enabled: boolean | undefined, start: () => Promise<T>
 
 export async function startBootServices(config: Config, logger: Logger, optionalServers: OptionalServers = {}): Promise<BootServices> {
   const { pxe, deploy, dnsmasq } = config;
-  await Promise.all([mkdir(pxe.tftp_root, { recursive: true }), mkdir(deploy.http_root, { recursive: true }), mkdir(pxe.tftp_master_path, { recursive: true })]);
+  const fileUrlAllowedPaths = splitList(config.conductor.file_url_allowed_paths);
+  // The image directories under data_dir (the default `<data_dir>/images`) exist from the start, so
+  // an operator sees where file:// images go; directories elsewhere are the operator's to create.
+  const ownImageDirs = fileUrlAllowedPaths.filter((dir) => dir.startsWith(config.DEFAULT.data_dir + sep));
+  await Promise.all(
+    [pxe.tftp_root, deploy.http_root, pxe.tftp_master_path, ...ownImageDirs].map((dir) => mkdir(dir, { recursive: true })),
+  );
   let tftp: TftpServer | undefined;
   let http: HttpBootServer | undefined;
   const close = async () => {
@@ -69,6 +77,9 @@ export async function startBootServices(config: Config, logger: Logger, optional
           address: pxe.tftp_address,
           busyPollUs: pxe.tftp_busy_poll_us,
           engine: pxe.tftp_engine,
+          maxTransfers: pxe.tftp_max_transfers,
+          maxTransfersPerClient: pxe.tftp_max_transfers_per_client,
+          maxIdleMs: pxe.tftp_max_idle * 1000,
           logger: logger.child({ component: 'tftp' }),
         }), logger);
       if (tftp) {
@@ -97,7 +108,12 @@ export async function startBootServices(config: Config, logger: Logger, optional
       bootFiles: { pxeBios: pxe.pxe_bootfile_name, pxeUefi: pxe.uefi_pxe_bootfile_name, ipxeBios: pxe.ipxe_bootfile_name, ipxeUefi: pxe.uefi_ipxe_bootfile_name },
       defaultBootInterface: httpUrl ? pxe.default_boot_interface : 'pxe',
       appendParams: pxe.pxe_append_params,
-      imageCache: { ttlMs: pxe.image_cache_ttl * 60_000, maxBytes: pxe.image_cache_size * 1024 * 1024 },
+      imageCache: {
+        ttlMs: pxe.image_cache_ttl * 60_000,
+        maxBytes: pxe.image_cache_size * 1024 * 1024,
+        // Every file:// source a deploy names (API nodes and compute servers alike) is checked here.
+        fileUrlAllowedPaths,
+      },
       logger: logger.child({ component: 'boot' }),
     });
     return { environment, tftpAddress, httpUrl, tftpStats: () => tftp?.stats() ?? null, close };

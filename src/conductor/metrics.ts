@@ -115,7 +115,13 @@ export class ConductorMetrics {
       },
     });
     counter('ironring_tftp_transfers_started_total', 'TFTP read transfers begun (file opened, first packet sent).', (s) => s.started);
-    counter('ironring_tftp_requests_refused_total', 'TFTP requests answered with an error and no transfer (not found, access violation, write request, bad options, malformed).', (s) => s.refused);
+    counter('ironring_tftp_requests_refused_total', 'TFTP requests answered with an error and no transfer (not found, access violation, write request, mail mode, bad option values).', (s) => s.refused);
+    counter(
+      'ironring_tftp_requests_over_limit_total',
+      'TFTP requests refused with "server busy" because [pxe] tftp_max_transfers or tftp_max_transfers_per_client was reached.',
+      (s) => s.overLimit,
+    );
+    counter('ironring_tftp_datagrams_ignored_total', 'Datagrams on the TFTP port that were not well-formed requests, dropped without an answer.', (s) => s.ignored);
     counter('ironring_tftp_busy_polled_total', 'Datagrams a TFTP transfer read by busy polling rather than through the event loop.', (s) => s.busyPolled);
     new Gauge({
       name: 'ironring_tftp_transfers_active',

@@ -213,13 +213,25 @@ export function coerce(value: unknown, option: OptionSpec, origin: string, secti
   }
 }
 
+/** The items of a comma-separated list option, trimmed, empty ones dropped ('' is the empty list). */
+export function splitList(value: string): string[] {
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
 /** Fills in values that depend on others: absolute paths, the host name, the default database. */
 function derive(config: Config, sources: Record<string, ValueSource>, cwd: string): void {
   config.DEFAULT.data_dir = path.resolve(cwd, config.DEFAULT.data_dir);
   for (const { section, key, spec: option } of listOptions()) {
     if (option.path !== 'data_dir') continue;
     const holder = config[section] as Record<string, unknown>;
-    holder[key] = path.resolve(config.DEFAULT.data_dir, String(holder[key]));
+    holder[key] = option.list
+      ? splitList(String(holder[key]))
+          .map((item) => path.resolve(config.DEFAULT.data_dir, item))
+          .join(',')
+      : path.resolve(config.DEFAULT.data_dir, String(holder[key]));
   }
   if (config.DEFAULT.host === '') {
     config.DEFAULT.host = hostname();

@@ -28,6 +28,8 @@ export interface OptionSpec {
   secret?: boolean;
   /** A file-system path: relative values are resolved against the working directory or data_dir. */
   path?: 'cwd' | 'data_dir';
+  /** A comma-separated list (Ironic's ListOpt); with `path`, each item is resolved on its own. */
+  list?: boolean;
 }
 
 /** `host:port` with an IPv4 address, a host name, or a bracketed IPv6 address. */
@@ -222,6 +224,14 @@ export const OPTIONS = {
       default: 8,
       description: 'BMCs a power-state sync reads at once (a slow or dead BMC holds up only its worker).',
     },
+    file_url_allowed_paths: {
+      type: { kind: 'string', pattern: /^(?!(?:.*[/,]\s*)?\.\.(?:[/,]|\s*$))[^\0]*$/, describe: 'comma-separated directories, no ".." segments' },
+      default: 'images',
+      path: 'data_dir',
+      list: true,
+      description:
+        'Comma-separated directories file:// image URLs may name (symlinks resolved before the check); /dev, /sys, /proc, /boot, /etc and /run are refused whatever this says; empty disables file:// images (Ironic CVE-2024-44082 / OSSA-2025-001).',
+    },
   },
   json_rpc: {
     auth_strategy: {
@@ -377,6 +387,23 @@ export const OPTIONS = {
       default: 100,
       description:
         'Microseconds a TFTP transfer running alone spins for each ACK before sleeping (lock-step throughput on fast links); a transfer whose ACKs come later backs off. 0 turns it off.',
+    },
+    tftp_max_transfers: {
+      type: { kind: 'integer', min: 1, max: 65536 },
+      default: 256,
+      description:
+        'TFTP transfers in progress at once (each holds a socket and a file, and with the native engine a thread); further requests are refused with a "server busy" TFTP error.',
+    },
+    tftp_max_transfers_per_client: {
+      type: { kind: 'integer', min: 1, max: 65536 },
+      default: 8,
+      description: 'TFTP transfers in progress at once for one client IP address (a PXE client needs one or two); further requests get "server busy".',
+    },
+    tftp_max_idle: {
+      type: { kind: 'integer', min: 1, max: 255 },
+      default: 60,
+      description:
+        'Seconds a TFTP transfer waits for a silent client, retransmissions included, before dropping it; a client timeout option above this is not acknowledged, and retransmissions are cut to fit.',
     },
     tftp_server: {
       type: { kind: 'string', pattern: /^[A-Za-z0-9.:[\]-]*$/, describe: 'a host or IP address' },

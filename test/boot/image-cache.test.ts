@@ -1,8 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { link, mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ImageChecksumMismatch, ImageDownloadFailed, InvalidBootInput, UnsupportedImageSource } from '../../src/boot/errors.js';
+import { ImageChecksumMismatch, ImageDownloadFailed, ImageSourceNotAllowed, InvalidBootInput, UnsupportedImageSource } from '../../src/boot/errors.js';
 import { ImageCache } from '../../src/boot/image-cache.js';
 import { MAC_A, imageServer, randomBlob, sandbox, sha256, tree } from './helpers.js';
 import type { BootSandbox } from './helpers.js';
@@ -71,15 +72,17 @@ describe('image cache: shared downloads', () => {
 });
 
 describe('image cache: failures leave nothing behind', () => {
-  it('rejects a download whose checksum does not match, naming URL, expected and actual', async () => {
+  it('rejects a download whose checksum does not match, naming URL and expected, never the computed checksum', async () => {
     server = await imageServer({ '/img': 'tampered bytes' });
     const env = s.env();
     const expected = sha256('the real bytes');
     const images = { deployKernel: { url: `${server.url}/img`, checksum: expected }, deployRamdisk: { url: `${server.url}/img`, checksum: expected } };
     const err = await env.prepare({ uuid: uuid(1) }, [{ address: MAC_A, pxeEnabled: true }], images).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ImageChecksumMismatch);
-    expect(err).toMatchObject({ url: `${server.url}/img`, expected, actual: sha256('tampered bytes'), httpStatus: 502 });
-    expect(String((err as Error).message)).toContain(expected);
+    expect(err).toMatchObject({ url: `${server.url}/img`, expected, httpStatus: 502 });
+    expect(String((err as Error).message)).toBe(`image ${server.url}/img: checksum mismatch (expected ${expected})`);
+    // A computed digest would tell whoever names a URL the checksum of what the conductor read.
+    expect(JSON.stringify({ ...(err as object), message: (err as Error).message })).not.toContain(sha256('tampered bytes').slice(7));
     expect(await tree(s.masterPath)).toEqual([]);
     expect((await tree(s.tftpRoot)).filter((p) => p.includes('pxelinux.cfg/') || p.endsWith('config'))).toEqual([]);
     expect(server.hits.get('/img')).toBe(1); // both images share the checksum: one attempt
@@ -191,5 +194,104 @@ describe('precache', () => {
     expect(await tree(s.tftpRoot)).toEqual([]);
     expect(await env.cache.has(images.deployKernel)).toBe(true);
     expect(await env.cache.has(images.kernel)).toBe(false);
+  });
+});
+
+describe('image cache: file:// sources are confined to file_url_allowed_paths (issue #14 item 3)', () => {
+  const allowedCache = (allowed: string[]) => new ImageCache({ dir: s.masterPath, durable: false, fileUrlAllowedPaths: allowed });
+
+  it('serves a file inside an allowed directory, and refuses one outside it before reading it', async () => {
+    const inside = await s.image('kernel', 'allowed bytes');
+    await writeFile(join(s.dir, 'secret'), 'outside bytes');
+    const cache = allowedCache([join(s.dir, 'images')]);
+    expect(await readFile(await cache.ensure(inside), 'utf8')).toBe('allowed bytes');
+    const err = await cache.ensure({ url: `file://${join(s.dir, 'secret')}`, checksum: sha256('outside bytes') }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageSourceNotAllowed);
+    expect(err).toMatchObject({ httpStatus: 400 });
+    expect((err as Error).message).toMatch(/is not allowed: it is outside the directories of \[conductor\] file_url_allowed_paths$/);
+    expect((await readdir(s.masterPath)).filter((n) => n.startsWith('sha256-'))).toEqual([`sha256-${sha256('allowed bytes').slice(7)}`]);
+  });
+
+  it('refuses a missing file outside the allowed directories the same way as an existing one (no existence oracle)', async () => {
+    const cache = allowedCache([join(s.dir, 'images')]);
+    const missing = await cache.ensure({ url: `file://${join(s.dir, 'no-such-file')}`, checksum: sha256('x') }).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(ImageSourceNotAllowed);
+  });
+
+  it('resolves symlinks before the check, files and directories alike, and names no link target', async () => {
+    await s.image('real', 'allowed bytes');
+    await mkdir(join(s.dir, 'outside'));
+    await writeFile(join(s.dir, 'outside', 'secret'), 'outside bytes');
+    await symlink(join(s.dir, 'outside', 'secret'), join(s.dir, 'images', 'link'));
+    await symlink(join(s.dir, 'outside'), join(s.dir, 'images', 'dirlink'));
+    await symlink(join(s.dir, 'images', 'real'), join(s.dir, 'images', 'inner-link'));
+    const cache = allowedCache([join(s.dir, 'images')]);
+    for (const name of ['link', 'dirlink/secret']) {
+      const err = await cache.ensure({ url: `file://${join(s.dir, 'images', name)}`, checksum: sha256('outside bytes') }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ImageSourceNotAllowed);
+      expect((err as Error).message).toMatch(/resolves outside the directories of \[conductor\] file_url_allowed_paths/);
+      expect((err as Error).message).not.toContain('outside/');
+    }
+    // A link that stays inside is fine.
+    expect(await readFile(await cache.ensure({ url: `file://${join(s.dir, 'images', 'inner-link')}`, checksum: sha256('allowed bytes') }), 'utf8')).toBe('allowed bytes');
+  });
+
+  it('accepts either spelling of an allowed directory that is itself a symlink', async () => {
+    const inside = await s.image('kernel', 'allowed bytes');
+    await symlink(join(s.dir, 'images'), join(s.dir, 'images-link'));
+    const cache = allowedCache([join(s.dir, 'images-link')]);
+    expect(await readFile(await cache.ensure({ url: `file://${join(s.dir, 'images-link', 'kernel')}`, checksum: inside.checksum }), 'utf8')).toBe('allowed bytes');
+    await cache.evict(inside);
+    expect(await readFile(await cache.ensure(inside), 'utf8')).toBe('allowed bytes');
+  });
+
+  it('refuses an allowed-looking path whose checksum names a master already cached', async () => {
+    const inside = await s.image('kernel', 'allowed bytes');
+    const cache = allowedCache([join(s.dir, 'images')]);
+    await cache.ensure(inside);
+    await expect(cache.ensure({ url: 'file:///etc/hostname', checksum: inside.checksum })).rejects.toBeInstanceOf(ImageSourceNotAllowed);
+  });
+
+  it('never serves /dev, /sys, /proc, /boot, /etc or /run, even when an allowed directory contains them', async () => {
+    const cache = allowedCache(['/']);
+    for (const url of ['file:///etc/passwd', 'file:///proc/self/environ', 'file:///dev/zero', 'file:///sys/kernel/notes', 'file:///run/x', 'file:///boot/vmlinuz']) {
+      const err = await cache.ensure({ url, checksum: sha256('x') }).catch((e: unknown) => e);
+      expect(err, url).toBeInstanceOf(ImageSourceNotAllowed);
+      expect((err as Error).message).toMatch(/is never an image source/);
+    }
+    // And without any allowed list (library use), the blocked directories still hold.
+    await expect(new ImageCache({ dir: s.masterPath }).ensure({ url: 'file:///etc/passwd', checksum: sha256('x') })).rejects.toBeInstanceOf(ImageSourceNotAllowed);
+  });
+
+  it('an empty list disables file:// sources; http(s) sources are unaffected', async () => {
+    const inside = await s.image('kernel', 'allowed bytes');
+    const err = await allowedCache([]).ensure(inside).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageSourceNotAllowed);
+    expect((err as Error).message).toMatch(/file:\/\/ image sources are disabled \(\[conductor\] file_url_allowed_paths is empty\)/);
+    server = await imageServer({ '/img': 'over http' });
+    expect(await readFile(await allowedCache([]).ensure({ url: `${server.url}/img`, checksum: sha256('over http') }), 'utf8')).toBe('over http');
+  });
+
+  it('refuses a FIFO in an allowed directory instead of hanging on it', async () => {
+    await mkdir(join(s.dir, 'images'), { recursive: true });
+    const fifo = join(s.dir, 'images', 'fifo');
+    spawnSync('mkfifo', [fifo]);
+    const err = await allowedCache([join(s.dir, 'images')]).ensure({ url: `file://${fifo}`, checksum: sha256('x') }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageSourceNotAllowed);
+    expect((err as Error).message).toMatch(/not a regular file/);
+  });
+});
+
+describe('boot environment: a cached master is no way around file_url_allowed_paths', () => {
+  it('refuses a node whose file:// URL is outside the allowed directories even when its checksum names cached masters (fast path)', async () => {
+    const env = s.env({ imageCache: { durable: false, fileUrlAllowedPaths: [join(s.dir, 'images')] } });
+    const images = await s.images();
+    await env.prepare({ uuid: uuid(1) }, [{ address: mac(1), pxeEnabled: true }], images);
+    const sneaky = { ...images, deployKernel: { url: 'file:///etc/passwd', checksum: images.deployKernel.checksum } };
+    const err = await env.prepare({ uuid: uuid(2) }, [{ address: mac(2), pxeEnabled: true }], sneaky).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ImageSourceNotAllowed);
+    expect((await tree(s.tftpRoot)).filter((p) => p.includes(uuid(2)) || p.endsWith(mac(2).replaceAll(':', '-')))).toEqual([]);
+    // The allowed node is still current (nothing to write).
+    expect((await env.prepare({ uuid: uuid(1) }, [{ address: mac(1), pxeEnabled: true }], images)).written).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConductorMetrics } from '../../src/conductor/metrics.js';
-import { MAC_LINK, runClient, startFixture } from '../boot/tftp/helpers.js';
+import { MAC_LINK, rawPeer, request, runClient, startFixture } from '../boot/tftp/helpers.js';
 import type { Fixture } from '../boot/tftp/helpers.js';
 import { requirePeer } from '../helpers/peers.js';
 
@@ -49,5 +49,28 @@ describe('TFTP metrics', () => {
     expect(sample(after, 'ironring_tftp_requests_refused_total')).toBe(1);
     expect(sample(after, 'ironring_tftp_transfers_active')).toBe(0);
     expect(after).toMatch(/^ironring_tftp_transfers_total\{outcome="completed",conductor="c1",conductor_group="rack-1"\} 1$/m);
+  });
+
+  it('counts datagrams dropped unanswered and requests refused over the transfer limits (issue #14 item 5)', async () => {
+    const own = await startFixture({ maxTransfersPerClient: 1, timeoutMs: 20_000 });
+    const peer = await rawPeer();
+    const other = await rawPeer();
+    try {
+      const metrics = new ConductorMetrics({ conductor: 'c1', conductor_group: '' });
+      metrics.watchTftp(() => own.server.stats());
+      peer.send(Buffer.from([0, 4, 0, 1]), own.port); // an ACK on the listening port
+      peer.send(request(1, 'small.bin'), own.port); // held: never acknowledged
+      expect((await peer.next())?.data.readUInt16BE(0)).toBe(3);
+      other.send(request(1, 'small.bin'), own.port); // same address, over the cap of 1
+      expect((await other.next())?.data.readUInt16BE(0)).toBe(5);
+      const text = await metrics.registry.metrics();
+      expect(sample(text, 'ironring_tftp_datagrams_ignored_total')).toBe(1);
+      expect(sample(text, 'ironring_tftp_requests_over_limit_total')).toBe(1);
+      expect(sample(text, 'ironring_tftp_transfers_active')).toBe(1);
+    } finally {
+      peer.close();
+      other.close();
+      await own.cleanup();
+    }
   });
 });

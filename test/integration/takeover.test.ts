@@ -68,7 +68,16 @@ describe.skipIf(engines.length === 0 || !requirePeer('curl', 'curl'))('take-over
   async function start(host: string, env: Record<string, string> = {}): Promise<RunningConductor> {
     const c = await startConductor(target.url, host, {
       dataDir: dataDir(host),
-      env: { IRONRING_LOG_LEVEL: 'info', IRONRING_CONDUCTOR_REPLICAS: String(REPLICAS), IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0', ...env },
+      env: {
+        IRONRING_LOG_LEVEL: 'info',
+        IRONRING_CONDUCTOR_REPLICAS: String(REPLICAS),
+        IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0',
+        // The shared test images live beside the data directories, not in each one's images/.
+        IRONRING_CONDUCTOR_FILE_URL_ALLOWED_PATHS: path.join(work, 'images'),
+        // Every PXE probe comes from 127.0.0.1, twelve at a time: above the per-client cap of 8.
+        IRONRING_PXE_TFTP_MAX_TRANSFERS_PER_CLIENT: '64',
+        ...env,
+      },
     });
     running = running.filter((r) => r.host !== host || r.proc.child.exitCode === null);
     running.push(c);

@@ -23,6 +23,11 @@ export interface NegotiationLimits {
   maxWindowsize: number;
   /** Retransmission timeout when the client does not ask for one. */
   defaultTimeoutMs: number;
+  /**
+   * Longest timeout acknowledged; a client asking for more gets no `timeout` in the OACK and runs
+   * with the default (RFC 2347: the server leaves out options it does not accept). Default: 255 s.
+   */
+  maxTimeoutMs?: number;
 }
 
 /** The parameters one transfer runs with. */
@@ -53,7 +58,8 @@ function refuse(message: string): NegotiationFault {
  * Negotiates a read request's options. `fileSize` answers tsize; pass null when the size on the
  * wire is not known in advance (netascii), and tsize is then not acknowledged. Unknown options are
  * ignored (RFC 2347). Values that are not decimal or lie below an option's range are refused with
- * error 8; values above the server's maximum are answered with the maximum.
+ * error 8; blksize and windowsize above the server's maximum are answered with the maximum, and a
+ * timeout above `maxTimeoutMs` is left out of the OACK (the transfer runs with the default).
  */
 export function negotiate(
   requested: ReadonlyMap<string, string>,
@@ -81,6 +87,9 @@ export function negotiate(
         if (n === null || n < TIMEOUT_MIN_S || n > TIMEOUT_MAX_S) {
           return refuse(`timeout must be ${TIMEOUT_MIN_S}-${TIMEOUT_MAX_S} seconds, got "${value.slice(0, 16)}"`);
         }
+        // RFC 2349 wants the value echoed as asked, so a long one is not clamped but left out: a
+        // client that waits minutes per packet would hold a transfer for half an hour (issue #14).
+        if (n * 1000 > (limits.maxTimeoutMs ?? TIMEOUT_MAX_S * 1000)) break;
         params.timeoutMs = n * 1000;
         params.oack.set(name, String(n));
         break;

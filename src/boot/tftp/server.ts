@@ -1,8 +1,14 @@
 /**
  * The embedded read-only TFTP server: one listening socket for requests, and for each accepted
  * read request a session on a fresh ephemeral socket connected to the client (its TID). Write
- * requests are refused with error 2; malformed datagrams are answered with an error (never an
- * error to an error) and the server keeps serving.
+ * requests are refused with error 2. Datagrams that are not well-formed requests (garbage, short
+ * packets, ACK, DATA, ERROR or unknown opcodes on the listening port) get no answer at all: a reply
+ * would make the server a reflector for spoofed sources, and no TFTP client needs one.
+ *
+ * Resources are bounded (issue #14): transfers in progress (and requests being set up) are capped in
+ * total and per client address, a request over a cap is refused with an ERROR from the listening
+ * socket (no socket or file is opened for it), and a transfer whose client goes silent is dropped
+ * within `maxIdleMs` whatever timeout option it asked for.
  */
 import { createSocket } from 'node:dgram';
 import type { RemoteInfo, Socket } from 'node:dgram';
@@ -10,7 +16,7 @@ import { isIP } from 'node:net';
 import { listenError, splitAddress } from '../../common/listen.js';
 import type { Logger } from '../../common/logger.js';
 import { isNegotiationFault, negotiate } from './options.js';
-import { ERROR_CODES, OPCODES, encodeError, parsePacket } from './packets.js';
+import { ERROR_CODES, encodeError, parsePacket } from './packets.js';
 import type { RequestPacket, TftpErrorCode } from './packets.js';
 import { isResolveFault, openConfined } from './resolve.js';
 import { TftpSession } from './session.js';
@@ -45,6 +51,16 @@ export interface TftpServerOptions {
    * Default `auto`.
    */
   engine?: 'auto' | 'native' | 'js';
+  /** Transfers in progress (requests being set up included) at once; more are refused with "server busy". Default 256. */
+  maxTransfers?: number;
+  /** The same, per client IP address (all its ports together). Default 8. */
+  maxTransfersPerClient?: number;
+  /**
+   * Longest a transfer waits for a silent client, retransmissions included: a timeout option above
+   * this is not acknowledged (RFC 2347 lets a server leave an option out), and retransmissions are
+   * cut so that timeout × (retries + 1) fits. Default 60 000 ms.
+   */
+  maxIdleMs?: number;
 }
 
 /** Counters since start. `started` = `completed` + `failed` + `active`. */
@@ -57,8 +73,12 @@ export interface TftpStats {
   failed: number;
   /** Transfers in progress. */
   active: number;
-  /** Requests answered with an error and no transfer: not found, access violation, WRQ, bad options, malformed. */
+  /** Requests answered with an error and no transfer: not found, access violation, WRQ, mail mode, bad option values. */
   refused: number;
+  /** Requests refused with "server busy" because a transfer limit (total or per client) was reached. */
+  overLimit: number;
+  /** Datagrams on the listening port that were not well-formed requests, dropped without an answer. */
+  ignored: number;
   /** Datagrams (nearly all ACKs) a transfer read by busy polling rather than through the event loop. */
   busyPolled: number;
 }
@@ -73,7 +93,27 @@ export interface TftpServer {
   close(): Promise<void>;
 }
 
-const DEFAULTS = { timeoutMs: 1000, retries: 5, maxBlksize: 65464, maxWindowsize: 64, busyPollUs: 100 } as const;
+const DEFAULTS = {
+  timeoutMs: 1000,
+  retries: 5,
+  maxBlksize: 65464,
+  maxWindowsize: 64,
+  busyPollUs: 100,
+  maxTransfers: 256,
+  maxTransfersPerClient: 8,
+  maxIdleMs: 60_000,
+} as const;
+
+/** Refusals over the limits are logged at debug each, and summed up at warn at most this often. */
+const OVER_LIMIT_WARN_MS = 60_000;
+
+/**
+ * Retransmissions a transfer may make with this timeout so that a silent client is dropped within
+ * `maxIdleMs`: the first send plus each retransmission waits one timeout.
+ */
+export function boundedRetries(retries: number, timeoutMs: number, maxIdleMs: number): number {
+  return Math.max(0, Math.min(retries, Math.floor(maxIdleMs / timeoutMs) - 1));
+}
 
 function socketType(host: string): 'udp4' | 'udp6' {
   return isIP(host) === 6 ? 'udp6' : 'udp4';
@@ -105,7 +145,14 @@ function connectSocket(socket: Socket, peer: RemoteInfo): Promise<void> {
 class Server implements TftpServer {
   private readonly sessions = new Map<string, TftpSession | NativeSession | null>();
   private readonly sockets = new Set<Socket>();
-  private readonly counters = { started: 0, completed: 0, failed: 0, refused: 0, busyPolled: 0 };
+  private readonly counters = { started: 0, completed: 0, failed: 0, refused: 0, overLimit: 0, ignored: 0, busyPolled: 0 };
+  /** Entries in `sessions` per client address: what the per-client limit counts. */
+  private readonly perClient = new Map<string, number>();
+  private readonly maxTransfers: number;
+  private readonly maxPerClient: number;
+  private readonly maxIdleMs: number;
+  /** Refusals over the limits since the last warning, by client address; the timer ends the window. */
+  private overLimitWindow: { count: number; clients: Map<string, number>; timer: NodeJS.Timeout } | null = null;
   private closing: Promise<void> | null = null;
   private readonly limits;
   /** Spinning keeps the thread busy, so only a transfer running alone may do it. */
@@ -119,10 +166,14 @@ class Server implements TftpServer {
     /** The native engine for octet transfers, or null to run them all in JavaScript. */
     private readonly engine: ReturnType<typeof nativeEngine>,
   ) {
+    this.maxTransfers = options.maxTransfers ?? DEFAULTS.maxTransfers;
+    this.maxPerClient = options.maxTransfersPerClient ?? DEFAULTS.maxTransfersPerClient;
+    this.maxIdleMs = options.maxIdleMs ?? DEFAULTS.maxIdleMs;
     this.limits = {
       maxBlksize: options.maxBlksize ?? DEFAULTS.maxBlksize,
       maxWindowsize: options.maxWindowsize ?? DEFAULTS.maxWindowsize,
       defaultTimeoutMs: options.timeoutMs ?? DEFAULTS.timeoutMs,
+      maxTimeoutMs: this.maxIdleMs,
     };
     this.busyPoll = {
       budgetUs: options.busyPollUs ?? DEFAULTS.busyPollUs,
@@ -151,6 +202,10 @@ class Server implements TftpServer {
   }
 
   private async shutdown(): Promise<void> {
+    if (this.overLimitWindow) {
+      clearTimeout(this.overLimitWindow.timer);
+      this.flushOverLimit();
+    }
     const native: Promise<void>[] = [];
     for (const session of this.sessions.values()) {
       session?.abort(ERROR_CODES.NOT_DEFINED, 'server shutting down');
@@ -170,35 +225,92 @@ class Server implements TftpServer {
     await Promise.all(closes);
   }
 
-  /** Answers a datagram from the listening port; never throws. */
+  /** Answers a request on the listening port; drops anything else. Never throws. */
   private onRequest(msg: Buffer, peer: RemoteInfo): void {
     if (this.closing) return;
     const packet = parsePacket(msg);
-    if (packet.kind === 'fault') {
-      // Never answer an ERROR with an ERROR: two confused peers would bounce them forever.
-      if (packet.opcode === OPCODES.ERROR) return;
-      this.refuseOnListener(peer, packet.code, packet.reason);
-      return;
-    }
-    if (packet.kind === 'ERROR') return;
-    if (packet.kind === 'ACK') {
-      this.refuseOnListener(peer, ERROR_CODES.UNKNOWN_TID, 'unknown transfer ID');
+    if (packet.kind !== 'RRQ' && packet.kind !== 'WRQ') {
+      // Garbage, a stray ACK, DATA or ERROR: no TFTP client waits for an answer to these, and an
+      // answer to a spoofed source would make this port a reflector.
+      this.counters.ignored += 1;
+      this.log?.debug({ peer: `${peer.address}:${peer.port}`, reason: packet.kind === 'fault' ? packet.reason : `${packet.kind} on the listening port` }, 'TFTP datagram ignored');
       return;
     }
     const key = `${peer.address}|${peer.port}`;
     // A repeated request from the same client port while its transfer runs is a retransmission.
     if (this.sessions.has(key)) return;
+    const mine = this.perClient.get(peer.address) ?? 0;
+    if (this.sessions.size >= this.maxTransfers || mine >= this.maxPerClient) {
+      this.refuseOverLimit(peer, this.sessions.size >= this.maxTransfers ? 'total' : 'client');
+      return;
+    }
     this.sessions.set(key, null);
+    this.perClient.set(peer.address, mine + 1);
     this.serve(packet, peer, key).catch((err: unknown) => {
-      this.sessions.delete(key);
+      this.release(key);
       this.log?.warn({ err, peer: key }, 'TFTP request failed');
     });
   }
 
-  private refuseOnListener(peer: RemoteInfo, code: TftpErrorCode, reason: string): void {
-    this.counters.refused += 1;
-    this.log?.debug({ peer: `${peer.address}:${peer.port}`, reason }, 'TFTP datagram refused');
-    this.listener.send(encodeError(code, reason), peer.port, peer.address);
+  /** Forgets a request or transfer: frees its place under the limits. */
+  private release(key: string): void {
+    if (!this.sessions.delete(key)) return;
+    const address = key.slice(0, key.lastIndexOf('|'));
+    const n = (this.perClient.get(address) ?? 1) - 1;
+    if (n <= 0) this.perClient.delete(address);
+    else this.perClient.set(address, n);
+  }
+
+  /**
+   * Refuses a request over a limit with an ERROR from the listening socket: nothing is opened for
+   * it. Logged at debug; a warning sums the refusals up at most once per minute.
+   */
+  private refuseOverLimit(peer: RemoteInfo, limit: 'total' | 'client'): void {
+    this.counters.overLimit += 1;
+    this.log?.debug(
+      { peer: `${peer.address}:${peer.port}`, limit, maxTransfers: this.maxTransfers, maxTransfersPerClient: this.maxPerClient },
+      'TFTP request refused: transfer limit reached',
+    );
+    try {
+      this.listener.send(encodeError(ERROR_CODES.NOT_DEFINED, 'server busy: too many transfers, try again later'), peer.port, peer.address);
+    } catch {
+      // Closing meanwhile.
+    }
+    const window = this.overLimitWindow;
+    if (window === null) {
+      // The first refusal after a quiet minute is reported at once; the rest of the minute is summed up.
+      this.log?.warn(
+        { peer: peer.address, limit, maxTransfers: this.maxTransfers, maxTransfersPerClient: this.maxPerClient },
+        'TFTP transfer limit reached: refusing requests ([pxe] tftp_max_transfers, tftp_max_transfers_per_client)',
+      );
+      this.openOverLimitWindow();
+      return;
+    }
+    window.count += 1;
+    // Bounded: a flood from spoofed addresses must not grow this map without end.
+    if (window.clients.size < 1000 || window.clients.has(peer.address)) window.clients.set(peer.address, (window.clients.get(peer.address) ?? 0) + 1);
+  }
+
+  private openOverLimitWindow(): void {
+    const timer = setTimeout(() => this.flushOverLimit(true), OVER_LIMIT_WARN_MS);
+    timer.unref();
+    this.overLimitWindow = { count: 0, clients: new Map(), timer };
+  }
+
+  /**
+   * Ends the current warning window: one warning for its refusals, if there were any, and then a
+   * new window (`reopen`), so that a flood is one warning a minute; a quiet minute ends the series.
+   */
+  private flushOverLimit(reopen = false): void {
+    const window = this.overLimitWindow;
+    this.overLimitWindow = null;
+    if (!window || window.count === 0) return;
+    if (reopen && !this.closing) this.openOverLimitWindow();
+    const busiest = [...window.clients.entries()].sort((a, b) => b[1] - a[1]).slice(0, 5);
+    this.log?.warn(
+      { refused: window.count, clients: window.clients.size, busiest: Object.fromEntries(busiest), maxTransfers: this.maxTransfers, maxTransfersPerClient: this.maxPerClient },
+      `TFTP refused ${window.count} more requests over the transfer limits in the last minute`,
+    );
   }
 
   /** Opens the transfer socket (our TID), then either refuses the request on it or starts a session. */
@@ -221,12 +333,12 @@ class Server implements TftpServer {
     if (this.closing) {
       // shutdown() has closed this socket already; just release the file.
       if (file && !isResolveFault(file)) await file.handle.close();
-      this.sessions.delete(key);
+      this.release(key);
       return;
     }
     const refuse = (code: TftpErrorCode, message: string): void => {
       this.counters.refused += 1;
-      this.sessions.delete(key);
+      this.release(key);
       this.log?.debug({ ...log, reason: message }, 'TFTP request refused');
       try {
         socket.send(encodeError(code, message), () => socket.close());
@@ -243,6 +355,8 @@ class Server implements TftpServer {
       await file.handle.close();
       return refuse(params.code, params.message);
     }
+    // However long a timeout the client asked for, a silent client is dropped within maxIdleMs.
+    const retries = boundedRetries(this.options.retries ?? DEFAULTS.retries, params.timeoutMs, this.maxIdleMs);
     const engine = this.engine;
     if (engine && !netascii && NativeSession.usable(socket)) {
       const native = new NativeSession({
@@ -251,7 +365,7 @@ class Server implements TftpServer {
         file: file.handle,
         size: file.size,
         params,
-        retries: this.options.retries ?? DEFAULTS.retries,
+        retries,
         busyPollUs: this.busyPoll.budgetUs,
         onEnd: (outcome, polled) => {
           this.counters.busyPolled += polled;
@@ -281,7 +395,7 @@ class Server implements TftpServer {
       socket,
       source: netascii ? new NetasciiSource(octets) : octets,
       params,
-      retries: this.options.retries ?? DEFAULTS.retries,
+      retries,
       busyPoll: this.busyPoll,
       onEnd: (outcome) => this.onEnd(key, outcome, log),
     });
@@ -292,7 +406,7 @@ class Server implements TftpServer {
   }
 
   private onEnd(key: string, outcome: SessionOutcome, log: object): void {
-    this.sessions.delete(key);
+    this.release(key);
     if (outcome.ok) {
       this.counters.completed += 1;
       this.log?.debug({ ...log, bytes: outcome.bytes }, 'TFTP transfer completed');

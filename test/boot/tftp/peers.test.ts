@@ -18,7 +18,8 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
   let fx: Fixture;
 
   beforeAll(async () => {
-    fx = await startFixture({ engine });
+    // Every client here comes from 127.0.0.1, and 50 run at once: lift the per-client cap (default 8).
+    fx = await startFixture({ engine, maxTransfersPerClient: 64 });
   });
   afterAll(async () => {
     await fx.cleanup();
