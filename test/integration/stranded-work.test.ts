@@ -75,7 +75,13 @@ describe.each(engines)('work left behind by a killed conductor on %s', { timeout
   async function start(host: string, dataDir = path.join(work, `data-${host}-${++dirs}`)): Promise<RunningConductor> {
     const c = await startConductor(target.url, host, {
       dataDir,
-      env: { IRONRING_LOG_LEVEL: 'info', IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0', IRONRING_JSON_RPC_SECRET_FILE: secretFile },
+      env: {
+        IRONRING_LOG_LEVEL: 'info',
+        IRONRING_CONDUCTOR_SYNC_LOCAL_STATE_INTERVAL: '0',
+        IRONRING_JSON_RPC_SECRET_FILE: secretFile,
+        // The test images live outside the conductor's data directory.
+        IRONRING_CONDUCTOR_FILE_URL_ALLOWED_PATHS: path.join(work, 'images'),
+      },
     });
     running.push(c);
     return c;
