@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderDriverFieldsDoc, DOC_PATH } from '../../scripts/gen-driver-fields-doc.js';
 import { createDriverRegistry } from '../../src/drivers/builtin.js';
-import { InvalidParameterValue } from '../../src/drivers/errors.js';
+import { InvalidParameterValue, UnsupportedDriverExtension } from '../../src/drivers/errors.js';
 import { FAKE_HARDWARE } from '../../src/drivers/fake/fake-hardware.js';
 import { INTERFACE_FIELDS } from '../../src/drivers/fields.js';
 import type { DriverField } from '../../src/drivers/fields.js';
@@ -63,7 +63,12 @@ async function exercise(type: ImplementedInterfaceType, name: string, bags: Reco
     await task.driver.deploy.validate(task);
     await task.driver.deploy.prepare(task);
   } else {
-    await task.driver[type].validate(task);
+    try {
+      await task.driver[type].validate(task);
+    } catch (err) {
+      // The `no-*` implementations refuse before reading anything: that is all they do.
+      if (!(err instanceof UnsupportedDriverExtension && name.startsWith('no-'))) throw err;
+    }
   }
 }
 
