@@ -27,9 +27,12 @@ describe.each(engines)('migrations on %s', (engine) => {
     await target.drop();
   });
 
+  /** Tables of this test's own database; on PostgreSQL other test files' schemas are left out. */
   async function tableNames(): Promise<string[]> {
     const tables = await store.db.introspection.getTables();
-    return tables.map((t) => t.name).sort();
+    if (engine !== 'postgres') return tables.map((t) => t.name).sort();
+    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(store.db);
+    return tables.filter((t) => t.schema === rows[0]!.schema).map((t) => t.name).sort();
   }
 
   it('creates every table of the schema on an empty database', async () => {
