@@ -68,7 +68,7 @@ export class ImageSourceNotAllowed extends InvalidParameter {
  * entered the cache (they were verified in a temp file, which has been removed). 502, like a failed
  * download: either the source changed or the checksum given for it is wrong. The checksum computed
  * from the bytes is deliberately not carried: it would let whoever names the URL learn a digest of
- * any file the conductor can read (issue #14).
+ * any file the conductor can read (as Ironic's CVE-2024-44082 allowed).
  */
 export class ImageChecksumMismatch extends IronringError {
   override readonly httpStatus = 502;

@@ -50,7 +50,7 @@ interface Failure {
 /**
  * States in which a node boots the deploy ramdisk, not an instance: their take-over rebuilds the
  * ramdisk's boot files and needs no instance images, so `deploy.prepare` (which readies a deploy
- * and may insist on them) is not run for them (issue #15: a node being cleaned, inspected or
+ * and may insist on them) is not run for them (else a node being cleaned, inspected or
  * rescued without instance images failed its take-over on every pass).
  */
 const DEPLOY_RAMDISK_STATES: ReadonlySet<string> = new Set(RAMDISK_STATES);

@@ -88,7 +88,7 @@ export function negotiate(
           return refuse(`timeout must be ${TIMEOUT_MIN_S}-${TIMEOUT_MAX_S} seconds, got "${value.slice(0, 16)}"`);
         }
         // RFC 2349 wants the value echoed as asked, so a long one is not clamped but left out: a
-        // client that waits minutes per packet would hold a transfer for half an hour (issue #14).
+        // client that waits minutes per packet would hold a transfer for half an hour.
         if (n * 1000 > (limits.maxTimeoutMs ?? TIMEOUT_MAX_S * 1000)) break;
         params.timeoutMs = n * 1000;
         params.oack.set(name, String(n));

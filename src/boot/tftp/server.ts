@@ -5,7 +5,7 @@
  * packets, ACK, DATA, ERROR or unknown opcodes on the listening port) get no answer at all: a reply
  * would make the server a reflector for spoofed sources, and no TFTP client needs one.
  *
- * Resources are bounded (issue #14): transfers in progress (and requests being set up) are capped in
+ * Resources are bounded: transfers in progress (and requests being set up) are capped in
  * total and per client address, a request over a cap is refused with an ERROR from the listening
  * socket (no socket or file is opened for it), and a transfer whose client goes silent is dropped
  * within `maxIdleMs` whatever timeout option it asked for.
