@@ -5,7 +5,7 @@
  * cell's. Each set records what it applied in its own table, so re-running is a no-op.
  */
 import { Migrator, sql } from 'kysely';
-import type { Kysely, Migration, MigrationResult, MigrationResultSet } from 'kysely';
+import type { DatabaseIntrospector, Kysely, Migration, MigrationResult, MigrationResultSet, TableMetadata } from 'kysely';
 import { IronringError } from '../common/errors.js';
 import type { Engine, Store } from './connect.js';
 import type { Database } from './schema.js';
@@ -47,12 +47,38 @@ async function migratorFor(store: Store, set: MigrationSet, db: Kysely<Database>
     schema = row.rows[0]?.schema;
   }
   return new Migrator({
-    db,
+    db: schema !== undefined ? ownSchemaOnly(db, schema) : db,
     provider: { getMigrations: () => Promise.resolve(migrationsOf(set, store.engine)) },
     migrationTableName: `ironring_migrations_${set}`,
     migrationLockTableName: `ironring_migrations_${set}_lock`,
     ...(schema !== undefined ? { migrationTableSchema: schema } : {}),
     disableTransactions,
+  });
+}
+
+/**
+ * Kysely's PostgreSQL introspection reads the columns of every schema in the database, and fails
+ * with "schema … does not exist" when another schema is dropped while it runs (another deployment
+ * or a parallel test cleaning up). The migrator only asks whether its own two tables exist, so it
+ * gets a view of the current schema alone: one query against information_schema.
+ */
+function ownSchemaOnly(db: Kysely<Database>, schema: string): Kysely<Database> {
+  const getTables = async (): Promise<TableMetadata[]> => {
+    const { rows } = await sql<{ name: string; type: string }>`select table_name as name, table_type as type from information_schema.tables where table_schema = ${schema}`.execute(db);
+    return rows.map((r) => ({ name: r.name, schema, isView: r.type === 'VIEW', columns: [] }));
+  };
+  const introspection: DatabaseIntrospector = {
+    getSchemas: () => Promise.resolve([{ name: schema }]),
+    getTables,
+    getMetadata: async () => ({ tables: await getTables() }),
+  };
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'introspection') return introspection;
+      // Kysely's methods use private fields: call them on the real instance.
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
   });
 }
 

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
 import { MIGRATION_SETS, appliedMigrations, migrateDatabase } from '../../src/db/migrate.js';
-import { createTestDatabase, testEngines } from '../helpers/databases.js';
+import { createTestDatabase, POSTGRES_URL, testEngines } from '../helpers/databases.js';
 import type { TestDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
@@ -162,5 +163,41 @@ describe.each(engines)('migrations on %s', (engine) => {
       const live = await store.db.selectFrom('conductors').select('hostname').where('updated_at', '>=', cutoff).execute();
       expect(live).toEqual([{ hostname: 'fresh' }]);
     });
+  });
+});
+
+describe.runIf(engines.includes('postgres'))('migrations on postgres beside other schemas', () => {
+  it('do not fail while other schemas of the same database are created and dropped', { timeout: 60_000 }, async () => {
+    // Another deployment (or a parallel test) dropping its schema while this one migrates: Kysely's
+    // own introspection reads every schema and failed with 'schema "…" does not exist'.
+    const churn = new pg.Client({ connectionString: POSTGRES_URL });
+    await churn.connect();
+    let stop = false;
+    let churned = 0;
+    const loop = (async () => {
+      while (!stop) {
+        const name = `churn_${process.pid}_${churned++}`;
+        await churn.query(`create schema ${name}; create table ${name}.t (id serial primary key, a text, b text, c text)`);
+        await churn.query(`drop schema ${name} cascade`);
+      }
+    })();
+    try {
+      for (let i = 0; i < 12; i++) {
+        const target = await createTestDatabase('postgres');
+        const store = await openDatabase(target.url);
+        try {
+          await migrateDatabase(store);
+          expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial', '0002_node_order']);
+        } finally {
+          await store.close();
+          await target.drop();
+        }
+      }
+    } finally {
+      stop = true;
+      await loop;
+      await churn.end();
+    }
+    expect(churned).toBeGreaterThan(12);
   });
 });

@@ -63,6 +63,8 @@ describe.each(TFTP_ENGINES)('%s engine', (engine) => {
         expect(res.code).toBe(0);
         expect(res.stdout.equals(fx.files[i % 2 ? 'small.bin' : 'medium.bin']!)).toBe(true);
       });
+      // curl exits once it has sent its last ACK; the server counts the transfer when that ACK arrives.
+      await until(() => fx.server.stats().active === 0);
       const after = fx.server.stats();
       expect(after.completed - before.completed).toBe(50);
       expect(after.failed).toBe(before.failed);
