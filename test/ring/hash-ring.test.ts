@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -13,6 +14,8 @@ import {
   murmur3,
 } from '../../src/ring/index.js';
 import type { RingMode } from '../../src/ring/index.js';
+import { BalancedPlacement, TABLE_BITS } from '../../src/ring/balanced.js';
+import { normalizeHosts } from '../../src/ring/hash-ring.js';
 import { murmur3Bytes } from '../../src/ring/hash.js';
 
 const MODES: readonly { mode: RingMode; partitions: number }[] = [
@@ -132,10 +135,37 @@ describe.each(MODES)('HashRing in $mode mode', ({ mode, partitions }) => {
     expect(total).toBeCloseTo(1, 12);
     for (const s of shares.values()) expect(s).toBeGreaterThan(0);
   });
+});
 
-  it('hashes non-ASCII host names and keys as UTF-8', () => {
-    const ring = new HashRing(['ünïcode-host', 'plain', 'with space'], options);
-    expect(ring.lookup('ключ-😀', { replicas: 3 }).sort()).toEqual(['plain', 'with space', 'ünïcode-host']);
+describe('non-ASCII host names and keys hash as their UTF-8 bytes', () => {
+  /** The non-ASCII ring of test/fixtures/tooz/wraparound.json, recorded from python3-tooz (see its README). */
+  const recorded = (
+    JSON.parse(readFileSync(new URL('../fixtures/tooz/wraparound.json', import.meta.url), 'utf8')) as {
+      cases: { label: string; hosts: { name: string; weight: number }[]; partitions: number; lookups: { key: string; replicas: number; ignore: string[]; result: string[] }[] }[];
+    }
+  ).cases.find((c) => c.label === 'non-ASCII hosts and keys')!;
+
+  // tooz-vectors.test.ts shows that Latin-1 hashing would move most of these keys.
+  it('places them in tooz mode exactly where tooz does', () => {
+    expect(recorded.hosts.map((h) => h.name)).toContain('узел-1');
+    const ring = new HashRing(recorded.hosts, { mode: 'tooz', partitions: recorded.partitions });
+    const got = recorded.lookups.map((l) => ({ key: l.key, result: ring.lookup(l.key, { replicas: l.replicas, ignore: l.ignore }).sort() }));
+    expect(got).toEqual(recorded.lookups.map((l) => ({ key: l.key, result: l.result })));
+  });
+
+  it('places a key in balanced mode at the slot of MurmurHash3 of its UTF-8 bytes, not its Latin-1 bytes', () => {
+    const hosts = recorded.hosts;
+    const ring = new HashRing(hosts, { mode: 'balanced', partitions: 64 });
+    // The same placement, read slot by slot: the owner of key k is the slot of murmur3(UTF-8 of k).
+    const table = new BalancedPlacement(normalizeHosts(hosts), 64);
+    const slotOwner = (bytes: Uint8Array): string => table.names[table.ownerOfSlot(murmur3Bytes(bytes) >>> (32 - TABLE_BITS))]!;
+    let latin1Differs = 0;
+    for (const { key } of recorded.lookups) {
+      expect(ring.owner(key)).toBe(slotOwner(new TextEncoder().encode(key)));
+      if (slotOwner(Buffer.from(key, 'latin1')) !== ring.owner(key)) latin1Differs++;
+    }
+    // These keys tell the two encodings apart, so the assertion above can fail.
+    expect(latin1Differs).toBeGreaterThanOrEqual(recorded.lookups.length / 4);
   });
 });
 
