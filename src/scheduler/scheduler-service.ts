@@ -15,6 +15,7 @@ import { discoverHosts } from '../cells/discovery.js';
 import type { DiscoveryResult } from '../cells/discovery.js';
 import type { Logger } from '../common/logger.js';
 import { SerialWork } from '../common/serial-work.js';
+import type { SerialWorkStats } from '../common/serial-work.js';
 import { NotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
 import { SCHEDULER_BINARY, listServices, markServiceDown, registerService, serviceHeartbeat } from '../compute/services.js';
@@ -108,6 +109,11 @@ export class SchedulerService {
     if (!this.store || this.serviceId === undefined) return false;
     const services = await listServices(this.store, SCHEDULER_BINARY, this.options.serviceDownTime);
     return electLeader(services, this.serviceId) === this.serviceId;
+  }
+
+  /** Discovery runs and failures (a failed run is retried after a back-off). */
+  discoveryStats(): SerialWorkStats {
+    return this.discovery.stats();
   }
 
   /**
