@@ -12,6 +12,7 @@
 import { RingManager } from '../ring/index.js';
 import type { HashRingOptions, HostInput, RingChange, RingListener } from '../ring/index.js';
 import type { Logger } from '../common/logger.js';
+import { SerialWork } from '../common/serial-work.js';
 import type { Store } from '../db/connect.js';
 import type { Listener } from '../db/notifications.js';
 import { MEMBERSHIP_CHANNEL, listConductors, membersByGroup } from './membership.js';
@@ -36,11 +37,10 @@ export class ClusterView {
   readonly rings: RingManager;
   private live: ConductorState[] = [];
   private self: SelfMember | null = null;
-  private timer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private listener: Listener | null = null;
-  private inFlight: Promise<void> | null = null;
-  private again = false;
+  /** Membership reads: one at a time, a burst of asks coalesced, and every `pollIntervalMs` once started. */
+  private readonly reads: SerialWork;
   private stopped = false;
   private lastError: string | null = null;
 
@@ -49,6 +49,13 @@ export class ClusterView {
     private readonly options: ClusterViewOptions,
   ) {
     this.rings = new RingManager(options.ring ?? {});
+    this.reads = new SerialWork({
+      name: 'membership read',
+      run: () => this.readOnce(),
+      logger: options.logger,
+      intervalMs: options.pollIntervalMs ?? 1000,
+      unref: true,
+    });
   }
 
   /** The ring version this process is on: +1 per membership change it has seen. */
@@ -77,32 +84,17 @@ export class ClusterView {
       onReconnect: () => void this.refresh(),
       onError: (err) => this.options.logger.warn({ err: err.message }, 'membership notifications interrupted; polling until they resume'),
     });
-    const interval = this.options.pollIntervalMs ?? 1000;
-    this.timer = setInterval(() => void this.refresh(), interval);
-    this.timer.unref();
+    this.reads.start();
   }
 
   /**
    * Re-reads membership and updates the rings. Calls made while a read is running are coalesced
    * into one more read after it, so a burst of notifications costs two queries, not a hundred.
+   * Never rejects: an unreadable membership keeps the last known rings.
    */
   refresh(): Promise<void> {
     if (this.stopped) return Promise.resolve();
-    if (this.inFlight) {
-      this.again = true;
-      return this.inFlight;
-    }
-    this.inFlight = (async () => {
-      try {
-        do {
-          this.again = false;
-          await this.readOnce();
-        } while (this.again && !this.stopped);
-      } finally {
-        this.inFlight = null;
-      }
-    })();
-    return this.inFlight;
+    return this.reads.request();
   }
 
   private async readOnce(): Promise<void> {
@@ -166,10 +158,10 @@ export class ClusterView {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    const reading = this.reads.stop();
     await this.listener?.close();
     this.listener = null;
-    await this.inFlight;
+    await reading;
   }
 }

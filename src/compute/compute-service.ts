@@ -17,6 +17,8 @@ import type { CellMapping } from '../cells/cells.js';
 import type { CellStores } from '../cells/cell-stores.js';
 import type { Logger } from '../common/logger.js';
 import { InvalidParameter } from '../common/errors.js';
+import { SerialWork } from '../common/serial-work.js';
+import type { SerialWorkStats } from '../common/serial-work.js';
 import type { Store } from '../db/connect.js';
 import { requireSchema } from '../db/migrate.js';
 import type { Listener } from '../db/notifications.js';
@@ -55,6 +57,8 @@ export interface ComputeServiceStatus {
   liveServices: string[];
   nodes: number;
   lastPass: AppliedPlan | null;
+  /** Resource passes and instance passes: runs and failures (a failed pass is retried after a back-off). */
+  work: { resources: SerialWorkStats; instances: SerialWorkStats };
 }
 
 export class ComputeService {
@@ -69,17 +73,30 @@ export class ComputeService {
   private liveHosts: string[] = [];
   private owned = 0;
   private lastPass: AppliedPlan | null = null;
-  private resourcesRunning: Promise<void> | null = null;
-  private resourcesAgain = false;
-  private instancesRunning: Promise<void> | null = null;
-  private instancesAgain = false;
-  private quickTimer: NodeJS.Timeout | undefined;
+  /** Resource passes: every `update_resources_interval`, and at once on a membership change. */
+  private readonly resources: SerialWork;
+  /** Instance passes: every `instancePollMs`, on a notification, and soon again while instances are in flight. */
+  private readonly instances: SerialWork;
   private stopped = false;
   private readonly log: Logger;
 
   constructor(private readonly options: ComputeServiceOptions) {
     this.host = options.host;
     this.log = options.logger.child({ component: 'compute', host: options.host });
+    this.resources = new SerialWork({
+      name: 'compute resource update',
+      run: () => this.resourcePass(),
+      logger: this.log,
+      intervalMs: options.updateResourcesInterval * 1000,
+    });
+    this.instances = new SerialWork({
+      name: 'instance pass',
+      run: () => this.instancePass(),
+      logger: this.log,
+      intervalMs: options.instancePollMs ?? 1000,
+      // Deploys in flight wait on these passes: back off from the poll interval, but not for long.
+      backoff: { initialMs: options.instancePollMs ?? 1000, maxMs: 30_000 },
+    });
   }
 
   get cellMapping(): CellMapping {
@@ -88,7 +105,15 @@ export class ComputeService {
   }
 
   status(): ComputeServiceStatus {
-    return { host: this.host, cell: this.cell?.name ?? '', serviceId: this.serviceId ?? 0, liveServices: this.liveHosts, nodes: this.owned, lastPass: this.lastPass };
+    return {
+      host: this.host,
+      cell: this.cell?.name ?? '',
+      serviceId: this.serviceId ?? 0,
+      liveServices: this.liveHosts,
+      nodes: this.owned,
+      lastPass: this.lastPass,
+      work: { resources: this.resources.stats(), instances: this.instances.stats() },
+    };
   }
 
   async start(): Promise<void> {
@@ -114,8 +139,8 @@ export class ComputeService {
     };
     every(options.reportInterval * 1000, () => this.heartbeat());
     every(options.membershipPollMs ?? (store.engine === 'sqlite' ? 500 : 1000), () => this.checkMembership());
-    every(options.updateResourcesInterval * 1000, () => this.updateResources());
-    every(options.instancePollMs ?? 1000, () => this.workInstances());
+    this.resources.start();
+    this.instances.start();
 
     const services = await store.listen(SERVICES_CHANNEL, { onMessage: () => void this.checkMembership().catch(() => undefined), onReconnect: () => void this.checkMembership().catch(() => undefined) });
     if (services) this.listeners.push(services);
@@ -153,23 +178,12 @@ export class ComputeService {
     if (!first) void this.updateResources();
   }
 
-  /** One resource pass, serialised: a request during a pass runs one more pass after it. */
+  /**
+   * One resource pass, serialised: a request during a pass runs one more pass after it. Never
+   * rejects: a failed pass (an unreadable cell database) is logged, counted and retried.
+   */
   updateResources(): Promise<void> {
-    if (this.resourcesRunning) {
-      this.resourcesAgain = true;
-      return this.resourcesRunning;
-    }
-    this.resourcesRunning = (async () => {
-      try {
-        do {
-          this.resourcesAgain = false;
-          await this.resourcePass();
-        } while (this.resourcesAgain && !this.stopped);
-      } finally {
-        this.resourcesRunning = null;
-      }
-    })();
-    return this.resourcesRunning;
+    return this.resources.request();
   }
 
   private async resourcePass(): Promise<void> {
@@ -209,34 +223,17 @@ export class ComputeService {
     }
   }
 
-  /** One instance pass, serialised like resource passes. */
+  /** One instance pass, serialised like resource passes; never rejects. */
   workInstances(): Promise<void> {
-    if (this.instancesRunning) {
-      this.instancesAgain = true;
-      return this.instancesRunning;
-    }
-    this.instancesRunning = (async () => {
-      try {
-        do {
-          this.instancesAgain = false;
-          if (this.stopped || !this.worker) return;
-          const pending = await this.worker.pass();
-          // Instances in flight are re-checked soon: a node's deploy or clean-up takes seconds, not
-          // a whole poll interval (a quarter of a second costs one indexed query and a GET per node).
-          if (pending > 0 && !this.quickTimer) {
-            this.quickTimer = setTimeout(() => {
-              this.quickTimer = undefined;
-              void this.workInstances();
-            }, 250);
-          }
-        } while (this.instancesAgain && !this.stopped);
-      } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'instance pass failed');
-      } finally {
-        this.instancesRunning = null;
-      }
-    })();
-    return this.instancesRunning;
+    return this.instances.request();
+  }
+
+  private async instancePass(): Promise<void> {
+    if (this.stopped || !this.worker) return;
+    const pending = await this.worker.pass();
+    // Instances in flight are re-checked soon: a node's deploy or clean-up takes seconds, not
+    // a whole poll interval (a quarter of a second costs one indexed query and a GET per node).
+    if (pending > 0) this.instances.later(250);
   }
 
   /** Stops: timers off, work in flight finished, row marked down at once; idempotent. */
@@ -244,9 +241,9 @@ export class ComputeService {
     if (this.stopped) return;
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
-    if (this.quickTimer) clearTimeout(this.quickTimer);
+    const working = Promise.all([this.resources.stop(), this.instances.stop()]);
     await Promise.all(this.listeners.map((l) => l.close().catch(() => undefined)));
-    await Promise.all([this.resourcesRunning, this.instancesRunning].map((p) => p?.catch(() => undefined)));
+    await working;
     if (this.store && this.serviceId !== undefined) {
       await markServiceDown(this.store, this.serviceId).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot mark the service down'));
       await this.store.notify(SERVICES_CHANNEL, `down:${this.host}`).catch(() => undefined);

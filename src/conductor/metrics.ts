@@ -18,6 +18,8 @@ export class ConductorMetrics {
   readonly resumed: Counter;
   readonly strandedFailed: Counter;
   readonly failures: Counter;
+  /** Reconcile passes that failed as a whole (retried after a back-off). */
+  readonly passFailures: Counter;
   readonly ringVersion: Gauge;
   /** Power-state syncs run (`sync_power_state_interval`). */
   readonly powerSyncRuns: Counter;
@@ -61,6 +63,11 @@ export class ConductorMetrics {
       registers: [r],
     });
     this.failures = new Counter({ name: 'ironring_conductor_reconcile_failures_total', help: 'Node take-overs, pre-caches or clean-ups that failed (retried).', registers: [r] });
+    this.passFailures = new Counter({
+      name: 'ironring_conductor_reconcile_pass_failures_total',
+      help: 'Reconcile passes that failed as a whole (an unreadable database, …); each is retried after a back-off, 2 s doubling up to 60 s.',
+      registers: [r],
+    });
     this.ringVersion = new Gauge({ name: 'ironring_conductor_ring_version', help: 'Ring version this conductor is on (+1 per membership change seen).', registers: [r] });
     this.powerSyncRuns = new Counter({ name: 'ironring_conductor_power_sync_runs_total', help: 'Power-state syncs run over the nodes this conductor owns.', registers: [r] });
     this.powerSyncSeconds = new Histogram({

@@ -14,6 +14,8 @@
  */
 import { sql } from 'kysely';
 import type { Logger } from '../common/logger.js';
+import { SerialWork } from '../common/serial-work.js';
+import type { RunCause } from '../common/serial-work.js';
 import { NODES_CHANNEL } from '../cluster/task.js';
 import { BATCH, BOOT_STATE_STATES, bootImages, chunks, fingerprint, pool, stampColumn, WORKING } from './reconcile-parts.js';
 import { takeOverNodes } from './take-over.js';
@@ -34,12 +36,11 @@ export class Reconciler {
   private readonly failures = new Map<string, { fp: string; count: number; until: number }>();
   /** When a node directory with no node in the database was first seen. */
   private readonly orphanSince = new Map<string, number>();
-  private running: Promise<void> | null = null;
+  /** Runs the passes: one at a time, asks coalesced, the periodic pass, retries with back-off. */
+  private work: SerialWork | null = null;
   private pendingTrigger: { reason: string; verify: boolean } | null = null;
   private stopped = true;
-  private intervalTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private listener: { close(): Promise<void> } | null = null;
   private changeStamp = '';
@@ -56,7 +57,16 @@ export class Reconciler {
   /** Subscribes to the triggers and runs the start pass (files checked, nothing trusted). */
   async start(): Promise<void> {
     this.stopped = false;
-    const { view, store, intervalSeconds } = this.options;
+    const { view, store, intervalSeconds, metrics } = this.options;
+    this.work = new SerialWork({
+      name: 'reconcile pass',
+      run: (cause) => this.runPass(cause),
+      logger: this.log,
+      intervalMs: intervalSeconds > 0 ? intervalSeconds * 1000 : 0,
+      backoff: { initialMs: 2000, maxMs: 60_000 },
+      unref: true,
+      onFailure: () => metrics.passFailures.inc(),
+    });
     this.unsubscribe = view.subscribe((change) => {
       if (change.group === this.options.group) this.trigger(`ring change to version ${change.version}`);
     });
@@ -69,34 +79,33 @@ export class Reconciler {
     });
     this.pollTimer = setInterval(() => void this.pollChanges(), this.options.changePollMs ?? 1000);
     this.pollTimer.unref();
-    if (intervalSeconds > 0) {
-      this.intervalTimer = setInterval(() => this.trigger('periodic', { verify: true }), intervalSeconds * 1000);
-      this.intervalTimer.unref();
-    }
+    this.work.start();
     this.trigger('start', { verify: true });
   }
 
   /** Stops the triggers and waits for a running pass (which stops between nodes). */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const timer of [this.intervalTimer, this.pollTimer, this.retryTimer]) if (timer) clearInterval(timer);
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    const passing = this.work?.stop();
     this.unsubscribe?.();
     await this.listener?.close();
     this.listener = null;
-    await this.running;
+    await passing;
   }
 
   /** Asks for a pass; passes never overlap, and asks during one coalesce into one more pass. */
   trigger(reason: string, options: { verify?: boolean } = {}): void {
     if (this.stopped) return;
-    const verify = options.verify ?? false;
+    this.addTrigger(reason, options.verify ?? false);
+    void this.work?.request();
+  }
+
+  /** Adds a reason (and verify) to the next pass's trigger. */
+  private addTrigger(reason: string, verify: boolean): void {
     const before = this.pendingTrigger;
     const reasons = before && !before.reason.split(', ').includes(reason) ? `${before.reason}, ${reason}` : (before?.reason ?? reason);
     this.pendingTrigger = { reason: reasons, verify: verify || (before?.verify ?? false) };
-    if (this.running) return;
-    this.running = this.loop().finally(() => {
-      this.running = null;
-    });
   }
 
   /** Resolves with the report of the next pass to finish (triggering one if none is due). */
@@ -106,34 +115,26 @@ export class Reconciler {
     return done;
   }
 
-  private async loop(): Promise<void> {
-    while (this.pendingTrigger && !this.stopped) {
-      const { reason, verify } = this.pendingTrigger;
-      this.pendingTrigger = null;
-      let report: PassReport;
-      try {
-        report = await this.pass(reason, verify);
-      } catch (err) {
-        this.log.error({ err: (err as Error).message, trigger: reason }, 'reconcile pass failed; retrying');
-        this.scheduleRetry(2000);
-        continue;
-      }
-      this.last = report;
-      const waiters = this.waiters;
-      this.waiters = [];
-      for (const wake of waiters) wake(report);
-      if (report.pending > 0 || report.awaitingNewOwner > 0) this.scheduleRetry(this.options.retryMs ?? 500);
-      else if (report.backingOff > 0) this.scheduleRetry(Math.max(100, Math.min(...[...this.failures.values()].map((f) => f.until)) - Date.now()));
-    }
+  /** One run of the serial work: the pass the coalesced triggers (and the period or a retry) ask for. */
+  private async runPass(cause: RunCause): Promise<void> {
+    if (cause.periodic) this.addTrigger('periodic', true);
+    if (cause.retry) this.addTrigger('retry', false);
+    const pending = this.pendingTrigger;
+    this.pendingTrigger = null;
+    if (!pending || this.stopped) return;
+    // A failure rejects: SerialWork logs it, counts it and retries after a back-off.
+    const report = await this.pass(pending.reason, pending.verify);
+    this.last = report;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake(report);
+    if (report.pending > 0 || report.awaitingNewOwner > 0) this.scheduleRetry(this.options.retryMs ?? 500);
+    else if (report.backingOff > 0) this.scheduleRetry(Math.max(100, Math.min(...[...this.failures.values()].map((f) => f.until)) - Date.now()));
   }
 
   private scheduleRetry(ms: number): void {
-    if (this.stopped || this.retryTimer) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.trigger('retry');
-    }, ms);
-    this.retryTimer.unref();
+    if (this.stopped) return;
+    this.work?.later(ms);
   }
 
   /** Triggers a pass when the group's nodes or ports changed since the last look (one small query). */

@@ -14,6 +14,8 @@ import { CellNotFound } from '../cells/errors.js';
 import { discoverHosts } from '../cells/discovery.js';
 import type { DiscoveryResult } from '../cells/discovery.js';
 import type { Logger } from '../common/logger.js';
+import { SerialWork } from '../common/serial-work.js';
+import type { SerialWorkStats } from '../common/serial-work.js';
 import { NotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
 import { SCHEDULER_BINARY, listServices, markServiceDown, registerService, serviceHeartbeat } from '../compute/services.js';
@@ -36,7 +38,10 @@ export class SchedulerService {
   private store: Store | undefined;
   private serviceId: number | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
-  private discovering: Promise<DiscoveryResult | null> | null = null;
+  /** Periodic discovery: every `discover_hosts_interval`, one at a time; failures logged, counted, retried. */
+  private readonly discovery: SerialWork;
+  /** The result of the last discovery run (null when this scheduler did not lead, or it failed). */
+  private lastDiscovery: DiscoveryResult | null = null;
   private stopped = false;
   private leading = false;
   private readonly log: Logger;
@@ -46,6 +51,12 @@ export class SchedulerService {
   constructor(private readonly options: SchedulerServiceOptions) {
     this.host = options.host;
     this.log = options.logger.child({ component: 'scheduler', host: options.host });
+    this.discovery = new SerialWork({
+      name: 'periodic host discovery',
+      run: () => this.discover(),
+      logger: this.log,
+      intervalMs: this.discoveryEnabled ? options.discoverHostsInterval * 1000 : 0,
+    });
   }
 
   get discoveryEnabled(): boolean {
@@ -83,10 +94,7 @@ export class SchedulerService {
       this.timers.push(timer);
     };
     every(options.reportInterval * 1000, () => this.heartbeat());
-    if (this.discoveryEnabled) {
-      every(options.discoverHostsInterval * 1000, () => this.periodicDiscovery());
-      void this.periodicDiscovery();
-    }
+    if (this.discoveryEnabled) this.discovery.start({ immediate: true });
   }
 
   private async heartbeat(): Promise<void> {
@@ -103,27 +111,33 @@ export class SchedulerService {
     return electLeader(services, this.serviceId) === this.serviceId;
   }
 
-  /** One periodic discovery if this scheduler leads; null when it does not. */
-  periodicDiscovery(): Promise<DiscoveryResult | null> {
-    if (this.discovering) return this.discovering;
-    this.discovering = (async () => {
-      try {
-        if (this.stopped) return null;
-        const leading = await this.isLeader();
-        if (leading !== this.leading) {
-          this.leading = leading;
-          this.log.info(leading ? 'leading scheduler: running periodic host discovery' : 'another scheduler leads host discovery');
-        }
-        if (!leading) return null;
-        const result = await discoverHosts(this.options.api, this.options.cells, { byService: this.options.discoverHostsByService, logger: this.log });
-        this.runs++;
-        if (result.mapped.length > 0) this.log.info({ mapped: result.mapped.map((m) => `${m.host}→${m.cellName}`) }, 'periodic discovery mapped hosts');
-        return result;
-      } finally {
-        this.discovering = null;
-      }
-    })();
-    return this.discovering;
+  /** Discovery runs and failures (a failed run is retried after a back-off). */
+  discoveryStats(): SerialWorkStats {
+    return this.discovery.stats();
+  }
+
+  /**
+   * One periodic discovery if this scheduler leads (a request during a run gets a run of its own
+   * after it); the result, or null when it does not lead or the run failed. Never rejects.
+   */
+  async periodicDiscovery(): Promise<DiscoveryResult | null> {
+    await this.discovery.request();
+    return this.lastDiscovery;
+  }
+
+  private async discover(): Promise<void> {
+    this.lastDiscovery = null;
+    if (this.stopped) return;
+    const leading = await this.isLeader();
+    if (leading !== this.leading) {
+      this.leading = leading;
+      this.log.info(leading ? 'leading scheduler: running periodic host discovery' : 'another scheduler leads host discovery');
+    }
+    if (!leading) return;
+    const result = await discoverHosts(this.options.api, this.options.cells, { byService: this.options.discoverHostsByService, logger: this.log });
+    this.runs++;
+    if (result.mapped.length > 0) this.log.info({ mapped: result.mapped.map((m) => `${m.host}→${m.cellName}`) }, 'periodic discovery mapped hosts');
+    this.lastDiscovery = result;
   }
 
   /** Stops: timers off, a discovery in flight finished, row marked down at once; idempotent. */
@@ -131,7 +145,7 @@ export class SchedulerService {
     if (this.stopped) return;
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
-    await this.discovering?.catch(() => undefined);
+    await this.discovery.stop();
     if (this.store && this.serviceId !== undefined) await markServiceDown(this.store, this.serviceId).catch(() => undefined);
     this.log.info('scheduler stopped');
   }

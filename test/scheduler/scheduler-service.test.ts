@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CellStores, createCell, mapCell0 } from '../../src/cells/index.js';
 import { createLogger } from '../../src/common/logger.js';
@@ -51,6 +52,20 @@ for (const engine of engines) {
       await registerService(await cells.get(cell), { host: 'compute-1', binary: COMPUTE_BINARY }, 60);
       const result = await leader.periodicDiscovery();
       expect(result?.mapped).toEqual([{ host: 'compute-1', cellUuid: cell.uuid, cellName: 'cell1' }]);
+    });
+
+    it('logs and counts a discovery that fails (it resolves null, never rejects), and discovers again once it works', async () => {
+      const cell = await createCell(db.store, cells, { name: 'cell1', databaseConnection: db.url });
+      const leader = await start('s1', 3600);
+      await sql`alter table cell_mappings rename to cell_mappings_away`.execute(db.store.db);
+      await expect(leader.periodicDiscovery()).resolves.toBeNull();
+      expect(leader.discoveryStats()).toMatchObject({ failures: 1, consecutiveFailures: 1, lastError: expect.stringMatching(/cell_mappings/) });
+      await sql`alter table cell_mappings_away rename to cell_mappings`.execute(db.store.db);
+      await registerService(await cells.get(cell), { host: 'compute-2', binary: COMPUTE_BINARY }, 60);
+      // The next run waits out the back-off, then works.
+      const result = await leader.periodicDiscovery();
+      expect(result?.mapped).toEqual([{ host: 'compute-2', cellUuid: cell.uuid, cellName: 'cell1' }]);
+      expect(leader.discoveryStats()).toMatchObject({ failures: 1, consecutiveFailures: 0, lastError: null });
     });
 
     it('refuses to start without cell0, saying how to map it', async () => {
