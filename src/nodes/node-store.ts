@@ -31,6 +31,8 @@ export interface NodeFilters {
   /** True: nodes with an instance; false: nodes without. */
   associated?: boolean;
   instance_uuid?: string;
+  /** A node fault (Ironic 1.42). ironring records no faults, so this matches no node. */
+  fault?: string;
 }
 
 export interface NodeListQuery {
@@ -57,6 +59,7 @@ export async function listNodes(store: Store, query: NodeListQuery): Promise<Nod
   if (filters.maintenance !== undefined) q = q.where('maintenance', '=', filters.maintenance);
   if (filters.instance_uuid !== undefined) q = q.where('instance_uuid', '=', filters.instance_uuid);
   if (filters.associated !== undefined) q = q.where('instance_uuid', filters.associated ? 'is not' : 'is', null);
+  if (filters.fault !== undefined) q = q.where(sql<boolean>`1 = 0`);
 
   // Keyset pagination on (sort key, id): stable under inserts, and an index walk instead of OFFSET.
   // NULLs sort as the lowest value, and the sort expression says so on both engines.
