@@ -40,6 +40,13 @@ interface Seed {
   instance_uuid: string | null;
   maintenance: boolean;
   provision_updated_at: Date | null;
+  target_provision_state: string | null;
+  target_power_state: string | null;
+  maintenance_reason: string | null;
+  last_error: string | null;
+  reservation: string | null;
+  deploy_interface: string | null;
+  power_interface: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -59,6 +66,13 @@ const SEEDS: Seed[] = Array.from({ length: COUNT }, (_, i) => ({
   instance_uuid: i % 4 === 1 ? randomUUID() : null,
   maintenance: i % 3 === 1,
   provision_updated_at: i % 3 === 0 ? null : new Date(T0 + ((i * 5) % COUNT) * 60_000),
+  target_provision_state: i % 4 === 2 ? 'available' : i % 4 === 3 ? 'manageable' : null,
+  target_power_state: i % 6 === 1 ? 'power off' : null,
+  maintenance_reason: i % 3 === 1 ? `r${String((i * 7) % COUNT).padStart(2, '0')}` : null,
+  last_error: i % 5 === 2 ? `e${String(COUNT - i).padStart(2, '0')}` : null,
+  reservation: i % 6 === 5 ? `host${i % 4}` : null,
+  deploy_interface: ['fake', 'direct', null][i % 3]!,
+  power_interface: i % 2 === 0 ? 'fake' : 'ipmitool',
   created_at: new Date(T0 + i * 1_000_000),
   updated_at: new Date(T0 + ((i * 7) % COUNT) * 1_000_000 + 500),
 }));
@@ -82,6 +96,21 @@ const SORT_KEYS: Record<string, (s: Seed) => string | number | boolean | null> =
   resource_class: (s) => s.resource_class,
   instance_uuid: (s) => s.instance_uuid,
   maintenance: (s) => s.maintenance,
+  target_provision_state: (s) => s.target_provision_state,
+  target_power_state: (s) => s.target_power_state,
+  maintenance_reason: (s) => s.maintenance_reason,
+  last_error: (s) => s.last_error,
+  reservation: (s) => s.reservation,
+  deploy_interface: (s) => s.deploy_interface,
+  power_interface: (s) => s.power_interface,
+  // Unset on every seed: all ties, so creation order (reversed for desc).
+  boot_interface: () => null,
+  console_interface: () => null,
+  inspect_interface: () => null,
+  management_interface: () => null,
+  network_interface: () => null,
+  rescue_interface: () => null,
+  vendor_interface: () => null,
 };
 
 /** The expected order: by the key with NULL lowest, ties by creation order, all in `dir`. */
@@ -280,7 +309,7 @@ describe.each(engines)('list filters and sort keys on %s', (engine) => {
     });
 
     it('refuses JSON, unknown and not-yet-served sort keys and a bad direction with 400/406', async () => {
-      for (const key of ['driver_info', 'properties', 'extra', 'instance_info', 'driver_internal_info', 'colour']) {
+      for (const key of ['driver_info', 'properties', 'extra', 'instance_info', 'driver_internal_info', 'colour', 'description']) {
         const res = await get(`/v1/nodes?sort_key=${key}`);
         expect(res.statusCode, key).toBe(400);
         expect(faultstring(res.body)).toContain('sort_key');
