@@ -156,7 +156,8 @@ describe.each(engines)('list filters and sort keys on %s', (engine) => {
       expect(res.statusCode, res.body).toBe(201);
       ports.push({ uuid: (res.json() as { uuid: string }).uuid, node, address, pxe });
     }
-  });
+    // Generous: the set-up does no timing, and a loaded machine may take long to migrate two databases.
+  }, 120_000);
   afterAll(async () => {
     await app?.close();
     await store?.close();
@@ -512,7 +513,7 @@ describe.each(engines)('the conductor filter over more nodes than one scan reads
     await store.db.insertInto('nodes').values(uuids.map((uuid, i) => ({ uuid, driver: 'fake-hardware', provision_state: 'available', created_at: new Date(T0 + i * 1000) }))).execute();
     await registerConductor(store, { hostname: 'cond-x', group: '', drivers: ['fake-hardware'] }, 60);
     await registerConductor(store, { hostname: 'cond-y', group: '', drivers: ['fake-hardware'] }, 60);
-  });
+  }, 120_000);
   afterAll(async () => {
     await app?.close();
     await store?.close();
