@@ -88,7 +88,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     rootRoutes(api, { publicEndpoint: config.api.public_endpoint });
     healthRoutes(api, store);
     metricsRoutes(api, { store, config });
-    conductorRoutes(api, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint });
+    conductorRoutes(api, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint, maxLimit: config.api.max_limit });
     ringRoutes(api, { store, config });
     nodeRoutes(api, { store, config, drivers });
     nodeActionRoutes(api, { store, config, router: new ConductorRouter(store, config) });

@@ -15,10 +15,13 @@ export type NodeRow = Selectable<NodesTable>;
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Columns a list may be sorted by (JSON columns cannot be, as in Ironic). */
+/** Columns a list may be sorted by: every non-JSON column the API shows, as in Ironic. */
 export const NODE_SORT_KEYS = [
   'created_at', 'updated_at', 'uuid', 'name', 'driver', 'provision_state', 'power_state', 'conductor_group',
   'resource_class', 'instance_uuid', 'maintenance', 'provision_updated_at',
+  'target_provision_state', 'target_power_state', 'maintenance_reason', 'last_error', 'reservation',
+  'boot_interface', 'console_interface', 'deploy_interface', 'inspect_interface', 'management_interface',
+  'network_interface', 'power_interface', 'rescue_interface', 'vendor_interface',
 ] as const;
 export type NodeSortKey = (typeof NODE_SORT_KEYS)[number];
 
@@ -31,6 +34,8 @@ export interface NodeFilters {
   /** True: nodes with an instance; false: nodes without. */
   associated?: boolean;
   instance_uuid?: string;
+  /** A node fault (Ironic 1.42). ironring records no faults, so this matches no node. */
+  fault?: string;
 }
 
 export interface NodeListQuery {
@@ -57,6 +62,7 @@ export async function listNodes(store: Store, query: NodeListQuery): Promise<Nod
   if (filters.maintenance !== undefined) q = q.where('maintenance', '=', filters.maintenance);
   if (filters.instance_uuid !== undefined) q = q.where('instance_uuid', '=', filters.instance_uuid);
   if (filters.associated !== undefined) q = q.where('instance_uuid', filters.associated ? 'is not' : 'is', null);
+  if (filters.fault !== undefined) q = q.where(sql<boolean>`1 = 0`);
 
   // Keyset pagination on (sort key, id): stable under inserts, and an index walk instead of OFFSET.
   // NULLs sort as the lowest value, and the sort expression says so on both engines.

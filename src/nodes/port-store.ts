@@ -3,6 +3,7 @@
  * colon-separated form and unique across all nodes.
  */
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
 import { InvalidParameter, NotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
@@ -24,24 +25,41 @@ function portQuery(store: Store) {
   return store.db.selectFrom('ports').innerJoin('nodes', 'nodes.id', 'ports.node_id').selectAll('ports').select('nodes.uuid as node_uuid');
 }
 
+/** Columns a port list may be sorted by (JSON columns cannot be, as in Ironic). */
+export const PORT_SORT_KEYS = ['id', 'uuid', 'address', 'pxe_enabled', 'physical_network', 'created_at', 'updated_at'] as const;
+export type PortSortKey = (typeof PORT_SORT_KEYS)[number];
+
 export interface PortListQuery {
   limit: number;
+  /** Uuid of the last port of the previous page. */
   marker?: string;
   nodeId?: number;
   address?: string;
+  /** `id` (creation order) when absent. */
+  sortKey?: PortSortKey;
   sortDir: 'asc' | 'desc';
 }
 
+/** One page of ports, in order; keyset pagination on (sort key, id) as for nodes. */
 export async function listPorts(store: Store, query: PortListQuery): Promise<PortRow[]> {
+  const sortKey = query.sortKey ?? 'id';
   let q = portQuery(store);
   if (query.nodeId !== undefined) q = q.where('ports.node_id', '=', query.nodeId);
   if (query.address !== undefined) q = q.where('ports.address', '=', normalizeMac(query.address));
+  const key = sql.ref(`ports.${sortKey}`);
+  // NULL physical networks sort lowest, said the same way on both engines.
+  const sortExpr = sortKey === 'physical_network' ? sql`coalesce(${key}, '')` : key;
   if (query.marker !== undefined) {
-    const marker = await store.db.selectFrom('ports').select('id').where('uuid', '=', query.marker).executeTakeFirst();
+    const marker = await store.db.selectFrom('ports').select(['id', sortKey]).where('uuid', '=', query.marker).executeTakeFirst();
     if (!marker) throw new InvalidParameter(`marker: no port with uuid ${query.marker}`);
-    q = q.where('ports.id', query.sortDir === 'asc' ? '>' : '<', marker.id);
+    const raw = (marker as Record<string, unknown>)[sortKey];
+    const value = sortKey === 'physical_network' ? (raw ?? '') : raw;
+    const cmp = sql.raw(query.sortDir === 'asc' ? '>' : '<');
+    q = sortKey === 'id'
+      ? q.where('ports.id', query.sortDir === 'asc' ? '>' : '<', marker.id)
+      : q.where(sql<boolean>`(${sortExpr} ${cmp} ${value} or (${sortExpr} = ${value} and ports.id ${cmp} ${marker.id}))`);
   }
-  return q.orderBy('ports.id', query.sortDir).limit(query.limit).execute();
+  return q.orderBy(sortExpr, query.sortDir).orderBy('ports.id', query.sortDir).limit(query.limit).execute();
 }
 
 /** The port with this uuid or MAC address; `NotFound` otherwise. */

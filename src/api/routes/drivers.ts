@@ -4,13 +4,20 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { listConductors } from '../../cluster/membership.js';
-import { NotFound } from '../../common/errors.js';
+import { NotAcceptable, NotFound } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { INTERFACE_TYPES } from '../../drivers/index.js';
 import type { DriverRegistry, HardwareTypeInfo } from '../../drivers/index.js';
 import { baseUrl, resourceLinks } from '../links.js';
-import { parseBool } from '../query.js';
+import { compareVersions, formatVersion } from '../microversions.js';
+import type { Microversion } from '../microversions.js';
+import { parseBool, parseChoice } from '../query.js';
+
+/** The driver types a list may be filtered by (Ironic's `type`). */
+const DRIVER_TYPES = ['classic', 'dynamic'] as const;
+/** The microversion that brought driver types and `detail`. */
+const DYNAMIC_DRIVERS_SINCE: Microversion = [1, 30];
 
 export function driverRoutes(app: FastifyInstance, options: { store: Store; config: Config; drivers: DriverRegistry }): void {
   const { store, config, drivers } = options;
@@ -38,8 +45,18 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
     return out;
   }
 
-  app.get<{ Querystring: { detail?: string } }>('/v1/drivers', async (request) => {
-    const detail = parseBool('detail', request.query.detail) ?? false;
+  app.get<{ Querystring: { detail?: string; type?: string } }>('/v1/drivers', async (request) => {
+    const { query } = request;
+    // Driver types and details came with dynamic drivers (1.30); older clients get 406, as from Ironic.
+    for (const name of ['type', 'detail'] as const) {
+      if (query[name] !== undefined && compareVersions(request.apiVersion, DYNAMIC_DRIVERS_SINCE) < 0) {
+        throw new NotAcceptable(`${name}: needs API version ${formatVersion(DYNAMIC_DRIVERS_SINCE)} or later`);
+      }
+    }
+    const detail = parseBool('detail', query.detail) ?? false;
+    // Every hardware type is dynamic; classic drivers are gone from Ironic too, so `classic` lists none.
+    const type = parseChoice('type', query.type, DRIVER_TYPES, 'dynamic');
+    if (type === 'classic') return { drivers: [] };
     const hosts = await hostsByDriver();
     return { drivers: drivers.list().map((info) => render(info, hosts.get(info.name) ?? [], request, detail)) };
   });

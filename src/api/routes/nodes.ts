@@ -4,18 +4,21 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { conductorRingOptions } from '../../cluster/ring-options.js';
-import { InvalidParameter } from '../../common/errors.js';
+import { InvalidParameter, NotAcceptable } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import type { DriverRegistry } from '../../drivers/index.js';
 import { NODE_SORT_KEYS, UUID_PATTERN, createNode, getNode, listNodes } from '../../nodes/node-store.js';
-import type { NewNode, NodeFilters, NodeRow } from '../../nodes/node-store.js';
+import type { NewNode, NodeFilters, NodeListQuery, NodeRow } from '../../nodes/node-store.js';
+import { PROVISION_STATES } from '../../nodes/states.js';
 import { initialProvisionState } from '../../nodes/state-machine.js';
 import { baseUrl } from '../links.js';
 import { jsonFieldLimits } from '../json-fields.js';
 import { LiveOwners } from '../live-owners.js';
+import { compareVersions, formatVersion } from '../microversions.js';
+import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
-import { NODE_LIST_FIELDS, columnsFor, fieldsAt, renderNode } from '../views/node.js';
+import { NODE_FIELDS, NODE_LIST_FIELDS, columnsFor, fieldsAt, renderNode } from '../views/node.js';
 import type { NodeViewContext } from '../views/node.js';
 import { validateNewNode } from './node-input.js';
 
@@ -27,6 +30,9 @@ export interface NodeRouteOptions {
 }
 
 type ListQuery = Record<string, string | undefined>;
+
+/** Candidate nodes read per query when filtering by conductor (at least a page). */
+const OWNER_SCAN_BATCH = 200;
 
 /** The owners an API shows, from the `[conductor]` settings (see `live-owners.ts`); `maxAgeMs` 0 reads afresh. */
 export function liveOwnersFor(store: Store, config: Config, maxAgeMs?: number): LiveOwners {
@@ -63,6 +69,27 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
   const viewContext = viewContextFor(owners, config);
   const fieldLimits = jsonFieldLimits(config);
 
+  /**
+   * One page of the nodes the ring gives to `conductor`, in order. Ownership is no column, so pages of
+   * candidates are read and sifted until the page is full or the candidates run out; unlike Ironic
+   * (which sifts a single page), a page is never short while more nodes match.
+   */
+  async function listOwnedBy(conductor: string, query: NodeListQuery, ownerOf: (node: NodeRow) => string | null): Promise<NodeRow[]> {
+    const out: NodeRow[] = [];
+    const batch = Math.max(query.limit, OWNER_SCAN_BATCH);
+    let marker = query.marker;
+    for (;;) {
+      const rows = await listNodes(store, { ...query, limit: batch, ...(marker !== undefined ? { marker } : {}) });
+      for (const row of rows) {
+        if (ownerOf(row) !== conductor) continue;
+        out.push(row);
+        if (out.length === query.limit) return out;
+      }
+      if (rows.length < batch) return out;
+      marker = rows[rows.length - 1]!.uuid;
+    }
+  }
+
   async function list(request: FastifyRequest<{ Querystring: ListQuery }>, forceDetail: boolean) {
     const q = request.query;
     const valid = fieldsAt(request.apiVersion);
@@ -71,26 +98,27 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     if (fields && detail) throw new InvalidParameter('fields and detail cannot be used together');
     const limit = parseLimit(q.limit, config.api.max_limit);
     if (q.marker !== undefined && !UUID_PATTERN.test(q.marker)) throw new InvalidParameter(`marker: expected a node uuid, got ${JSON.stringify(q.marker)}`);
+    // A field an older client cannot see is no sort key for it either: 406, as Ironic's check_allowed_fields.
+    if (q.sort_key !== undefined && q.sort_key !== 'id' && !valid.includes(q.sort_key) && NODE_FIELDS[q.sort_key] !== undefined) {
+      throw new NotAcceptable(`sort_key: ${q.sort_key} needs API version ${formatVersion(NODE_FIELDS[q.sort_key]!)} or later`);
+    }
     const sortKey = parseChoice('sort_key', q.sort_key === 'id' ? 'created_at' : q.sort_key, NODE_SORT_KEYS, 'created_at');
     const sortDir = parseChoice('sort_dir', q.sort_dir, ['asc', 'desc'] as const, 'asc');
-    const filters: NodeFilters = {};
-    for (const key of ['provision_state', 'driver', 'conductor_group', 'resource_class', 'instance_uuid'] as const) {
-      if (q[key] !== undefined) filters[key] = q[key];
-    }
-    const maintenance = parseBool('maintenance', q.maintenance);
-    if (maintenance !== undefined) filters.maintenance = maintenance;
-    const associated = parseBool('associated', q.associated);
-    if (associated !== undefined) filters.associated = associated;
+    const filters = parseNodeFilters(q, request.apiVersion);
 
     const shown = fields ?? (detail ? undefined : [...NODE_LIST_FIELDS]);
-    const [rows, ctx] = await Promise.all([listNodes(store, {
+    const columns = shown ? columnsFor(shown) : undefined;
+    const ctx = await viewContext(request);
+    const listQuery = {
       limit,
       sortKey,
       sortDir,
       filters,
       ...(q.marker !== undefined ? { marker: q.marker.toLowerCase() } : {}),
-      ...(shown ? { columns: columnsFor(shown) } : {}),
-    }), viewContext(request)]);
+      // The conductor filter reads each node's place on the ring: its uuid and group.
+      ...(columns ? { columns: q.conductor === undefined ? columns : [...new Set([...columns, 'uuid', 'conductor_group'] as const)] } : {}),
+    };
+    const rows = q.conductor === undefined ? await listNodes(store, listQuery) : await listOwnedBy(q.conductor, listQuery, ctx.conductorOf);
     const body: Record<string, unknown> = { nodes: rows.map((n) => renderNode(n, ctx, shown, detail)) };
     if (rows.length === limit && rows.length > 0) body.next = nextLink(ctx.base, request, limit, rows[rows.length - 1]!);
     return body;
@@ -119,6 +147,41 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     reply.code(201).header('Location', `${ctx.base}/v1/nodes/${node.uuid}`);
     return renderNode(node, ctx);
   });
+}
+
+/** Filters and the microversion each appeared in: older clients get 406, as from Ironic. */
+const FILTER_SINCE: ReadonlyArray<readonly [string, Microversion]> = [
+  ['provision_state', [1, 9]], ['driver', [1, 16]], ['resource_class', [1, 21]], ['fault', [1, 42]], ['conductor_group', [1, 46]], ['conductor', [1, 49]],
+];
+
+/**
+ * Ironic's node faults (`ironic.common.faults.VALID_FAULTS`). ironring records none, so a valid fault
+ * matches no node; an unknown one is refused rather than silently matching nothing.
+ */
+const NODE_FAULTS = ['power failure', 'clean failure', 'rescue abort failure'] as const;
+
+/** The store filters of a node list query; 406 for a filter newer than the request, 400 for a bad value. */
+function parseNodeFilters(q: ListQuery, version: Microversion): NodeFilters {
+  for (const [name, since] of FILTER_SINCE) {
+    if (q[name] !== undefined && compareVersions(version, since) < 0) {
+      throw new NotAcceptable(`${name}: filtering nodes by ${name} needs API version ${formatVersion(since)} or later`);
+    }
+  }
+  const filters: NodeFilters = {};
+  if (q.provision_state !== undefined) {
+    filters.provision_state = parseChoice('provision_state', q.provision_state, PROVISION_STATES, 'enroll');
+  }
+  for (const key of ['driver', 'conductor_group', 'resource_class', 'instance_uuid'] as const) {
+    if (q[key] !== undefined) filters[key] = q[key];
+  }
+  const maintenance = parseBool('maintenance', q.maintenance);
+  if (maintenance !== undefined) filters.maintenance = maintenance;
+  const associated = parseBool('associated', q.associated);
+  if (associated !== undefined) filters.associated = associated;
+  if (q.fault !== undefined) {
+    filters.fault = parseChoice('fault', q.fault, NODE_FAULTS, 'power failure');
+  }
+  return filters;
 }
 
 function nextLink(base: string, request: FastifyRequest<{ Querystring: ListQuery }>, limit: number, last: NodeRow): string {

@@ -6,7 +6,7 @@ import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { UUID_PATTERN, getNode } from '../../nodes/node-store.js';
 import { parsePatch, pathTokens } from '../../nodes/node-patch.js';
-import { createPort, deletePort, getPort, listPorts, updatePort } from '../../nodes/port-store.js';
+import { PORT_SORT_KEYS, createPort, deletePort, getPort, listPorts, updatePort } from '../../nodes/port-store.js';
 import type { PortChanges, PortRow } from '../../nodes/port-store.js';
 import { checkJsonField, jsonFieldLimits } from '../json-fields.js';
 import type { JsonFieldLimits } from '../json-fields.js';
@@ -87,6 +87,7 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     const nodeId = ident === undefined ? undefined : (await getNode(store, ident)).id;
     const rows = await listPorts(store, {
       limit,
+      sortKey: parseChoice('sort_key', q.sort_key, PORT_SORT_KEYS, 'id'),
       sortDir: parseChoice('sort_dir', q.sort_dir, ['asc', 'desc'] as const, 'asc'),
       ...(nodeId !== undefined ? { nodeId } : {}),
       ...(q.address !== undefined ? { address: q.address } : {}),
