@@ -1,0 +1,66 @@
+/**
+ * Ring behaviour that mutants of scripts/mutants.json showed untested (issue #21; docs/testing.md):
+ * each case names the mutant it kills.
+ */
+import { describe, expect, it } from 'vitest';
+import { BALANCED_MAX_HOSTS, TABLE_BITS } from '../../src/ring/balanced.js';
+import { NoHostsError } from '../../src/ring/errors.js';
+import { HashRing, resolveRingOptions } from '../../src/ring/hash-ring.js';
+import { RingManager } from '../../src/ring/ring-manager.js';
+
+describe('ring edges found by the mutation run', () => {
+  it('refuses to remove the last host and keeps it (H4)', () => {
+    for (const mode of ['balanced', 'tooz'] as const) {
+      const ring = new HashRing(['only'], { mode });
+      expect(() => ring.remove('only')).toThrow(NoHostsError);
+      expect(ring.size).toBe(1);
+      expect(ring.owner('node-1')).toBe('only');
+    }
+  });
+
+  it('accepts every power of two up to the table size as balanced partitions, and nothing above (H7)', () => {
+    const max = 2 ** TABLE_BITS;
+    expect(resolveRingOptions({ mode: 'balanced', partitions: max })).toEqual({ mode: 'balanced', partitions: max });
+    expect(() => resolveRingOptions({ mode: 'balanced', partitions: max * 2 })).toThrow(/partitions/);
+  });
+
+  it('leaves the ring as it was when adding a host fails (H8)', () => {
+    // The one way a balanced build fails: one host more than its table can name.
+    const hosts = Array.from({ length: BALANCED_MAX_HOSTS }, (_, i) => `h${i}`);
+    const ring = new HashRing(hosts, { mode: 'balanced', partitions: 1 });
+    const before = ring.owner('node-1');
+    expect(() => ring.add('one-too-many')).toThrow(/host count/);
+    expect(ring.has('one-too-many')).toBe(false);
+    expect(ring.size).toBe(BALANCED_MAX_HOSTS);
+    expect(ring.owner('node-1')).toBe(before);
+  });
+
+  it('walks the whole balanced table: a host holding a single slot is found on the last step (B1)', () => {
+    // With 65,535 hosts of one point each, h10104 holds one slot of the 2^22-slot table, and
+    // node-896136 starts the walk on the slot just after it (owned by h9049): with every other host
+    // ignored, the walk reaches h10104 only on its very last step (found with the table, once).
+    const hosts = Array.from({ length: BALANCED_MAX_HOSTS }, (_, i) => `h${i}`);
+    const ring = new HashRing(hosts, { mode: 'balanced', partitions: 1 });
+    const keep = new Set(['h9049', 'h10104']);
+    expect(ring.shares().get('h10104')).toBe(1 / 2 ** TABLE_BITS);
+    expect(ring.lookup('node-896136', { replicas: 2, ignore: hosts.filter((h) => !keep.has(h)) })).toEqual(['h9049', 'h10104']);
+  });
+
+  it('rebuilds a group whose only change is a weight, and says which host was reweighted (R1)', () => {
+    const manager = new RingManager();
+    manager.update('', ['a', 'b']);
+    const change = manager.update('', ['a', { name: 'b', weight: 3 }]);
+    expect(change).toMatchObject({ group: '', added: [], removed: [], reweighted: ['b'], version: 2 });
+    expect(manager.ring('').members).toEqual([{ name: 'a', weight: 1 }, { name: 'b', weight: 3 }]);
+  });
+
+  it('tells subscribers nothing when a sync changes nothing (R3)', () => {
+    const manager = new RingManager();
+    manager.sync({ '': ['a', 'b'], rack2: ['c'] });
+    const seen: unknown[] = [];
+    manager.subscribe((changes) => seen.push(changes));
+    expect(manager.sync({ '': ['b', 'a'], rack2: ['c'] })).toEqual([]);
+    expect(seen).toEqual([]);
+    expect(manager.version).toBe(2);
+  });
+});
