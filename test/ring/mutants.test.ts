@@ -63,4 +63,18 @@ describe('ring edges found by the mutation run', () => {
     expect(seen).toEqual([]);
     expect(manager.version).toBe(2);
   });
+
+  it('decides a key whose md5 shares its top 32 bits with a point on the remaining 96 bits, as tooz does (T2)', () => {
+    // Keys found (and owners computed) by an independent Python model of tooz's ring (hashlib md5
+    // points, bisect_right): each ties a point of this ring on the first word, which the fast
+    // search compares first; ~1 key in 10^6 does, so the recorded vectors hold none.
+    const ring = new HashRing(['a', 'b'], { mode: 'tooz', partitions: 2048 });
+    const cases: Array<[string, string]> = [
+      ['node-7072857', 'b'],
+      ['node-8017919', 'a'],
+      ['node-8528149', 'a'],
+      ['node-11008832', 'b'],
+    ];
+    for (const [key, owner] of cases) expect(ring.owner(key), key).toBe(owner);
+  });
 });

@@ -1,0 +1,66 @@
+/**
+ * Membership and lock release: behaviour that mutants of scripts/mutants.json showed untested
+ * (issue #21; docs/testing.md). Each case names the mutants it kills.
+ */
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { releaseDeadReservations } from '../../src/cluster/dead-locks.js';
+import { heartbeat, heartbeatingHosts, listConductors, markOffline, registerConductor } from '../../src/cluster/membership.js';
+import { releaseReservationsOf } from '../../src/cluster/reservations.js';
+import type { Store } from '../../src/db/connect.js';
+import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
+
+const engines = await testEngines();
+const TIMEOUT = 60;
+
+describe.each(engines)('membership and lock release on %s', (engine) => {
+  const db = useMigratedDatabase(engine);
+
+  const register = (store: Store, hostname: string) => registerConductor(store, { hostname, group: '', drivers: ['fake-hardware'] }, TIMEOUT);
+  /** Makes a conductor's last heartbeat a day old: dead by any timeout the tests use. */
+  const expire = (store: Store, hostname: string) =>
+    store.db.updateTable('conductors').set({ updated_at: new Date(Date.now() - 86_400_000) } as never).where('hostname', '=', hostname).execute();
+  const lockedNode = async (store: Store, reservation: string) =>
+    (
+      await store.db
+        .insertInto('nodes')
+        .values({ uuid: randomUUID(), reservation, driver: 'fake-hardware', provision_state: 'available' })
+        .returning(['id', 'uuid'])
+        .executeTakeFirstOrThrow()
+    ).uuid;
+
+  it('reports a heartbeat of a missing row as failed, so the conductor re-registers (M4)', async () => {
+    const id = await register(db.store, 'c1');
+    expect(await heartbeat(db.store, id)).toBe(true);
+    await db.store.db.deleteFrom('conductors').where('id', '=', id).execute();
+    expect(await heartbeat(db.store, id)).toBe(false);
+  });
+
+  it('counts only fresh heartbeats, and releases only the locks of conductors without one (M5, DL1)', async () => {
+    await register(db.store, 'live');
+    await register(db.store, 'gone');
+    await expire(db.store, 'gone');
+    expect([...(await heartbeatingHosts(db.store, TIMEOUT))]).toEqual(['live']);
+    const held = await lockedNode(db.store, 'live');
+    const stranded = await lockedNode(db.store, 'gone');
+    expect(await releaseDeadReservations(db.store, TIMEOUT, 'live')).toEqual([stranded]);
+    const rows = await db.store.db.selectFrom('nodes').select(['uuid', 'reservation']).execute();
+    expect(rows.find((r) => r.uuid === held)!.reservation).toBe('live');
+    expect(rows.find((r) => r.uuid === stranded)!.reservation).toBeNull();
+  });
+
+  it('leaves last_error alone on a released node that had no pending power action (RS4)', async () => {
+    const uuid = await lockedNode(db.store, 'dead-host');
+    await releaseReservationsOf(db.store, 'dead-host', { by: 'survivor', reason: 'heartbeat expired' });
+    const row = await db.store.db.selectFrom('nodes').select(['reservation', 'last_error']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
+    expect(row).toEqual({ reservation: null, last_error: null });
+  });
+
+  it('has the conductor offline, for every reader, once markOffline returns (M6)', async () => {
+    const id = await register(db.store, 'c1');
+    const reader = await db.other();
+    await markOffline(db.store, id, 'c1');
+    const [row] = await listConductors(reader, TIMEOUT, 'c1');
+    expect(row).toMatchObject({ online: false, alive: false });
+  });
+});
