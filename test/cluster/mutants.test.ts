@@ -3,6 +3,7 @@
  * (issue #21; docs/testing.md). Each case names the mutants it kills.
  */
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { releaseDeadReservations } from '../../src/cluster/dead-locks.js';
 import { heartbeat, heartbeatingHosts, listConductors, markOffline, registerConductor } from '../../src/cluster/membership.js';
@@ -62,5 +63,15 @@ describe.each(engines)('membership and lock release on %s', (engine) => {
     await markOffline(db.store, id, 'c1');
     const [row] = await listConductors(reader, TIMEOUT, 'c1');
     expect(row).toMatchObject({ online: false, alive: false });
+  });
+
+  it.runIf(engine === 'postgres')('on PostgreSQL, undoes a release whose history could not be written (RS6)', async () => {
+    const uuid = await lockedNode(db.store, 'dead-host');
+    // A history table that refuses every row: the release and its history commit together or not at all.
+    await sql`create function refuse_history() returns trigger language plpgsql as $$ begin raise exception 'history refused by the test'; end $$`.execute(db.store.db);
+    await sql`create trigger refuse_history before insert on node_history for each row execute function refuse_history()`.execute(db.store.db);
+    await expect(releaseReservationsOf(db.store, 'dead-host', { by: 'survivor', reason: 'heartbeat expired' })).rejects.toThrow(/history refused/);
+    const row = await db.store.db.selectFrom('nodes').select('reservation').where('uuid', '=', uuid).executeTakeFirstOrThrow();
+    expect(row.reservation).toBe('dead-host');
   });
 });
