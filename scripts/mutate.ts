@@ -112,6 +112,7 @@ interface RunOutcome {
 /** Runs vitest on `files` in `cwd`, stopping at the first failure; kills the whole run on timeout. */
 function runTests(cwd: string, files: string[], timeoutMs: number): Promise<RunOutcome> {
   const started = performance.now();
+  rmSync(path.join(cwd, '.vitest-report.json'), { force: true });
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [path.join(cwd, 'node_modules/vitest/vitest.mjs'), 'run', ...files, '--bail=1', '--reporter=dot'], {
       cwd,
@@ -140,10 +141,31 @@ function runTests(cwd: string, files: string[], timeoutMs: number): Promise<RunO
       const seconds = (performance.now() - started) / 1000;
       if (timedOut) return resolve({ status: 'timeout', seconds });
       if (code === 0) return resolve({ status: 'passed', seconds });
-      const fail = /(?:FAIL|×|✗)\s+(.+)/.exec(output);
-      resolve({ status: 'failed', seconds, firstFailure: fail?.[1]?.trim().slice(0, 160) ?? `exit ${code}` });
+      resolve({ status: 'failed', seconds, firstFailure: firstFailure(cwd) ?? /(?:FAIL|×)\s+(.+)/.exec(output)?.[1]?.trim().slice(0, 160) ?? `exit ${code}` });
     });
   });
+}
+
+/**
+ * The first test that failed on its own, from vitest's JSON report (vitest.config.ts writes it):
+ * the console's first FAIL line may name a test that `--bail` cancelled, not the one that failed.
+ */
+function firstFailure(cwd: string): string | undefined {
+  try {
+    const report = JSON.parse(readFileSync(path.join(cwd, '.vitest-report.json'), 'utf8')) as {
+      testResults?: Array<{ name: string; message?: string; assertionResults?: Array<{ fullName: string; status: string; failureMessages?: string[] }> }>;
+    };
+    for (const file of report.testResults ?? []) {
+      for (const test of file.assertionResults ?? []) {
+        const message = test.failureMessages?.[0] ?? '';
+        if (test.status === 'failed' && !/bail|cancel/i.test(message)) return `${path.relative(cwd, file.name)} > ${test.fullName}`.slice(0, 200);
+      }
+    }
+    const broken = (report.testResults ?? []).find((f) => f.message);
+    return broken ? `${path.relative(cwd, broken.name)}: ${broken.message!.split('\n')[0]!.slice(0, 160)}` : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function lineOf(text: string, index: number): number {
