@@ -189,7 +189,12 @@ async function main(): Promise<void> {
     // The unmutated suites must pass, or every mutant would look killed; their times size the timeout.
     const baseline = new Map<string, number>();
     for (const files of new Set(mutants.map((m) => JSON.stringify(suiteOf(spec, m.file))))) {
-      const run = await runTests(copy, JSON.parse(files) as string[], 600_000);
+      let run = await runTests(copy, JSON.parse(files) as string[], 600_000);
+      // Some timing-bound tests fail now and then on a loaded machine (issue #21): one more try.
+      if (run.status !== 'passed') {
+        log(`baseline failed once (${run.firstFailure ?? run.status}); trying again`);
+        run = await runTests(copy, JSON.parse(files) as string[], 600_000);
+      }
       if (run.status !== 'passed') throw new Error(`the unmutated suite ${files} does not pass (${run.status}: ${run.firstFailure ?? ''}); fix it first`);
       baseline.set(files, run.seconds);
       log(`baseline ${run.seconds.toFixed(1)}s  ${(JSON.parse(files) as string[]).join(' ')}`);
