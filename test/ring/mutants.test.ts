@@ -3,8 +3,9 @@
  * each case names the mutant it kills.
  */
 import { describe, expect, it } from 'vitest';
-import { BALANCED_MAX_HOSTS, TABLE_BITS } from '../../src/ring/balanced.js';
+import { BALANCED_MAX_HOSTS, BalancedPlacement, TABLE_BITS } from '../../src/ring/balanced.js';
 import { NoHostsError } from '../../src/ring/errors.js';
+import { mix32, murmur3 } from '../../src/ring/hash.js';
 import { HashRing, resolveRingOptions } from '../../src/ring/hash-ring.js';
 import { RingManager } from '../../src/ring/ring-manager.js';
 
@@ -76,5 +77,28 @@ describe('ring edges found by the mutation run', () => {
       ['node-11008832', 'b'],
     ];
     for (const [key, owner] of cases) expect(ring.owner(key), key).toBe(owner);
+  });
+
+  it('splits the wrap-around gap like every other gap when the split falls exactly between two slots (B4)', () => {
+    // Two hosts of one point each: the gap from the last point to the first (across the table's
+    // end) has its midpoint exactly on a slot boundary here (found by searching host names). The
+    // owner of each slot, the slow way: the nearer of the two points, ties to the successor.
+    const hosts = [{ name: 'a10839', weight: 1 }, { name: 'b10839', weight: 1 }];
+    const bits = 20;
+    const width = 2 ** (32 - bits);
+    const position = (name: string) => mix32((mix32(0 ^ murmur3(name, 0x5bd1e995)) + murmur3(name, 0x1b873593)) | 0);
+    const [p0, p1] = hosts.map((h) => position(h.name)) as [number, number];
+    const first = Math.min(p0, p1);
+    const last = Math.max(p0, p1);
+    const owner = (slot: number): number => {
+      const start = slot * width;
+      // Slots past the last point or before the first lie in the wrap-around gap.
+      const pred = start >= last ? last : start >= first ? first : last - 2 ** 32;
+      const succ = start >= last ? first + 2 ** 32 : start >= first ? last : first;
+      const nearer = start - pred < succ - start ? pred : succ;
+      return nearer === first || nearer === first + 2 ** 32 ? (first === p0 ? 0 : 1) : last === p0 ? 0 : 1;
+    };
+    const placement = new BalancedPlacement(hosts, 1, bits);
+    for (let slot = 943_100; slot <= 943_115; slot++) expect(placement.ownerOfSlot(slot), `slot ${slot}`).toBe(owner(slot));
   });
 });
