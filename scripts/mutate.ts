@@ -11,7 +11,7 @@
  * The working tree is never touched: mutations go to a copy under the system temp directory
  * (node_modules, build/ and dist/ are symlinked), which is removed at the end.
  *
- *   npx tsx scripts/mutate.ts [--only ID,ID…] [--timeout SECONDS] [--json] [--keep]
+ *   npx tsx scripts/mutate.ts [--only ID,ID…] [--files TEST,TEST…] [--timeout SECONDS] [--json] [--keep]
  *
  * With --json the last line is one JSON object: { score, killed, survived, timeout, equivalent, … }.
  * Exit status: 0 when every mutant is killed or documented as equivalent, 1 otherwise, 2 on misuse.
@@ -56,13 +56,15 @@ interface Result {
 
 const root = path.resolve(import.meta.dirname, '..');
 
-function parseArgs(argv: string[]): { only: Set<string> | null; timeoutS: number | null; json: boolean; keep: boolean } {
-  const out = { only: null as Set<string> | null, timeoutS: null as number | null, json: false, keep: false };
+function parseArgs(argv: string[]): { only: Set<string> | null; files: string[] | null; timeoutS: number | null; json: boolean; keep: boolean } {
+  const out = { only: null as Set<string> | null, files: null as string[] | null, timeoutS: null as number | null, json: false, keep: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--json') out.json = true;
     else if (a === '--keep') out.keep = true;
     else if (a === '--only') out.only = new Set((argv[++i] ?? '').split(',').filter((s) => s !== ''));
+    // Proves that these files alone kill the mutants (the suite's other files may kill them too).
+    else if (a === '--files') out.files = (argv[++i] ?? '').split(',').filter((s) => s !== '');
     else if (a === '--timeout') {
       const s = Number(argv[++i]);
       if (!Number.isFinite(s) || s <= 0) usage(`--timeout: expected a positive number of seconds`);
@@ -73,7 +75,7 @@ function parseArgs(argv: string[]): { only: Set<string> | null; timeoutS: number
 }
 
 function usage(problem: string): never {
-  console.error(`mutate: ${problem}\nusage: npx tsx scripts/mutate.ts [--only ID,ID…] [--timeout SECONDS] [--json] [--keep]`);
+  console.error(`mutate: ${problem}\nusage: npx tsx scripts/mutate.ts [--only ID,ID…] [--files TEST,TEST…] [--timeout SECONDS] [--json] [--keep]`);
   process.exit(2);
 }
 
@@ -182,6 +184,7 @@ async function main(): Promise<void> {
   }
   if (args.only) for (const id of args.only) if (!ids.has(id)) usage(`--only: no mutant ${id}`);
   const mutants = spec.mutants.filter((m) => args.only === null || args.only.has(m.id));
+  if (args.files) for (const key of Object.keys(spec.suites)) spec.suites[key] = args.files;
   const copy = makeCopy();
   const log = (line: string) => (args.json ? process.stderr : process.stdout).write(`${line}\n`);
   const results: Result[] = [];

@@ -56,6 +56,7 @@ interface Harness {
   cleanUpRemoves: boolean;
   ringListeners: Array<(change: { group: string; version: number }) => void>;
   nodeHandlers: ListenHandlers | null;
+  options: ReconcilerOptions;
   addNode(uuid: string, values: Record<string, unknown>): Promise<number>;
 }
 
@@ -146,6 +147,7 @@ describe('reconciler decisions (in process, SQLite)', () => {
       retryMs: 3_600_000,
       orphanGraceMs: 0,
     };
+    hx.options = options;
     hx.reconciler = new Reconciler(options);
     hx.addNode = async (uuid, values) => {
       const row = await store.db
@@ -294,6 +296,18 @@ describe('reconciler decisions (in process, SQLite)', () => {
     expect(h.reconciler.last!.trigger).not.toContain('version 6');
     h.nodeHandlers!.onMessage('');
     await waitUntil(() => seen('node change'), 20_000, 'a pass for a node change of every group');
+  });
+
+  it('in a named group, passes on a node change notified for every group (the empty payload)', async () => {
+    const rack = new Reconciler({ ...h.options, group: 'rack1' });
+    try {
+      await rack.start();
+      await waitUntil(() => rack.last !== null, 20_000, 'the start pass of group rack1');
+      h.nodeHandlers!.onMessage('');
+      await waitUntil(() => rack.last !== null && rack.last.trigger.includes('node change'), 20_000, 'a pass for a node change of every group');
+    } finally {
+      await rack.stop();
+    }
   });
 });
 

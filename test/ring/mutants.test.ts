@@ -55,7 +55,7 @@ describe('ring edges found by the mutation run', () => {
     expect(manager.ring('').members).toEqual([{ name: 'a', weight: 1 }, { name: 'b', weight: 3 }]);
   });
 
-  it('tells subscribers nothing when a sync changes nothing (R3)', () => {
+  it('tells subscribers nothing when a sync changes nothing (R3 itself is equivalent: see docs/testing.md)', () => {
     const manager = new RingManager();
     manager.sync({ '': ['a', 'b'], rack2: ['c'] });
     const seen: unknown[] = [];
