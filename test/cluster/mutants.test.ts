@@ -6,8 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { releaseDeadReservations } from '../../src/cluster/dead-locks.js';
+import { TaskReleased } from '../../src/cluster/errors.js';
 import { heartbeat, heartbeatingHosts, listConductors, markOffline, registerConductor } from '../../src/cluster/membership.js';
 import { releaseReservationsOf } from '../../src/cluster/reservations.js';
+import { acquireTask } from '../../src/cluster/task.js';
 import type { Store } from '../../src/db/connect.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
@@ -73,5 +75,21 @@ describe.each(engines)('membership and lock release on %s', (engine) => {
     await expect(releaseReservationsOf(db.store, 'dead-host', { by: 'survivor', reason: 'heartbeat expired' })).rejects.toThrow(/history refused/);
     const row = await db.store.db.selectFrom('nodes').select('reservation').where('uuid', '=', uuid).executeTakeFirstOrThrow();
     expect(row.reservation).toBe('dead-host');
+  });
+
+  it('refuses a write to a task whose release has begun, and leaves the node unchanged (TK1)', async () => {
+    const uuid = (
+      await db.store.db
+        .insertInto('nodes')
+        .values({ uuid: randomUUID(), driver: 'fake-hardware', provision_state: 'available' })
+        .returning('uuid')
+        .executeTakeFirstOrThrow()
+    ).uuid;
+    const task = await acquireTask(db.store, uuid, { host: 'c1', purpose: 'test' });
+    const releasing = task.release();
+    await expect(task.update({ name: 'late-write' })).rejects.toBeInstanceOf(TaskReleased);
+    await releasing;
+    const row = await db.store.db.selectFrom('nodes').select(['name', 'reservation']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
+    expect(row).toEqual({ name: null, reservation: null });
   });
 });
