@@ -5,11 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { ClusterView } from '../../src/cluster/cluster-view.js';
 import { releaseDeadReservations } from '../../src/cluster/dead-locks.js';
 import { TaskReleased } from '../../src/cluster/errors.js';
-import { heartbeat, heartbeatingHosts, listConductors, markOffline, registerConductor } from '../../src/cluster/membership.js';
+import { DuplicateConductor, heartbeat, heartbeatingHosts, listConductors, markOffline, registerConductor } from '../../src/cluster/membership.js';
 import { releaseReservationsOf } from '../../src/cluster/reservations.js';
 import { acquireTask } from '../../src/cluster/task.js';
+import { createLogger } from '../../src/common/logger.js';
 import type { Store } from '../../src/db/connect.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
@@ -91,5 +93,26 @@ describe.each(engines)('membership and lock release on %s', (engine) => {
     await releasing;
     const row = await db.store.db.selectFrom('nodes').select(['name', 'reservation']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
     expect(row).toEqual({ name: null, reservation: null });
+  });
+
+  it('refuses a second live conductor with a hostname, and takes over a stale row keeping its id (M2)', async () => {
+    const id = await register(db.store, 'c1');
+    await expect(register(db.store, 'c1')).rejects.toBeInstanceOf(DuplicateConductor);
+    await expire(db.store, 'c1');
+    expect(await register(db.store, 'c1')).toBe(id);
+  });
+
+  it('lists only live conductors as the view\'s members (CV1)', async () => {
+    await register(db.store, 'a');
+    await register(db.store, 'b');
+    await expire(db.store, 'b');
+    const view = new ClusterView(db.store, { heartbeatTimeout: TIMEOUT, pollIntervalMs: 3_600_000, logger: createLogger({ level: 'silent', pretty: false }) });
+    try {
+      await view.start();
+      expect(view.members().map((m) => m.hostname)).toEqual(['a']);
+      expect(view.rings.ring('').hosts).toEqual(['a']);
+    } finally {
+      await view.stop();
+    }
   });
 });
