@@ -12,6 +12,7 @@ import { DuplicateConductor, heartbeat, heartbeatingHosts, listConductors, markO
 import { releaseReservationsOf } from '../../src/cluster/reservations.js';
 import { acquireTask } from '../../src/cluster/task.js';
 import { createLogger } from '../../src/common/logger.js';
+import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
@@ -114,5 +115,24 @@ describe.each(engines)('membership and lock release on %s', (engine) => {
     } finally {
       await view.stop();
     }
+  });
+
+  it('writes one history row per released node past the 1,000-row insert batch (RS5)', async () => {
+    const count = 1001;
+    for (let i = 0; i < count; i += 250) {
+      const rows = Array.from({ length: Math.min(250, count - i) }, () => ({ uuid: randomUUID(), reservation: 'dead-host', driver: 'fake-hardware', provision_state: 'available' }));
+      await db.store.db.insertInto('nodes').values(rows).execute();
+    }
+    const released = await releaseReservationsOf(db.store, 'dead-host', { by: 'survivor', reason: 'heartbeat expired' });
+    expect(released).toHaveLength(count);
+    const history = await db.store.db.selectFrom('node_history').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    expect(Number(history.n)).toBe(count);
+  });
+
+  it('reports a failed offline write to its caller instead of losing it (M6)', async () => {
+    const id = await register(db.store, 'c1');
+    const closed = await openDatabase(db.url);
+    await closed.close();
+    await expect(markOffline(closed, id, 'c1')).rejects.toThrow();
   });
 });
