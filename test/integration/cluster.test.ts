@@ -11,7 +11,9 @@ import type { TestDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
 
-describe.each(engines)('three conductor processes on %s', (engine) => {
+// Each test waits for a few events, each bounded by EVENTUALLY_MS: the default 30 s test timeout
+// would be the idle-machine bound again.
+describe.each(engines)('three conductor processes on %s', { timeout: 4 * EVENTUALLY_MS }, (engine) => {
   let target: TestDatabase;
   let store: Store;
   let running: RunningConductor[] = [];
