@@ -99,10 +99,10 @@ async function discoverInCell(
     set.add(row.kind);
     kinds.set(row.host, set);
   }
-  if (kinds.size === 0) {
-    status(`Found 0 unmapped computes in cell: ${cell.uuid}`);
-    return;
-  }
+  // Printed as soon as they are read, before any mapping is made, with the number read (Nova's
+  // discover_hosts does the same): the moment a concurrent run would collide with this one.
+  status(`Found ${kinds.size} unmapped computes in cell: ${cell.uuid}`);
+  if (kinds.size === 0) return;
   // Sorted, so concurrent inserters take the unique-index locks in one order (no deadlocks).
   const hosts = [...kinds.keys()].sort();
   const created = new Set(await retrying(() => insertMappings(api, cell.id, hosts)));
@@ -139,7 +139,6 @@ async function discoverInCell(
     ...chunks(store, computeHosts).map((part) => retrying(() => markMapped(store, 'compute_nodes', part))),
     ...chunks(store, serviceHosts).map((part) => retrying(() => markMapped(store, 'services', part))),
   ]);
-  status(`Found ${created.size} unmapped computes in cell: ${cell.uuid}`);
   if (created.size > 0) logger?.info({ cell: cell.name, cellUuid: cell.uuid, hosts: created.size }, 'mapped hosts to cell');
 }
 

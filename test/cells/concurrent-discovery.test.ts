@@ -4,9 +4,11 @@
  * (exit 2); here every run exits 0 and each host is mapped exactly once.
  *
  * Discovery takes milliseconds and a process takes about a second to start, so left alone the first
- * process would map everything before the others look. The test holds the write lock while they
- * start: each reads the same unmapped hosts, then all insert the same mappings the moment the lock
- * is released — the collision Nova fails on.
+ * process would map everything before the others look. The test holds the write lock until every
+ * process has printed `Found 2000 unmapped computes` (--verbose prints it once it has read the
+ * unmapped hosts, before it maps any): all five are then inside the read-then-insert window at
+ * once, each about to insert the same 2,000 mappings — the collision Nova fails on, asserted here
+ * rather than hoped for, with no waiting for a fixed time.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,16 +16,23 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { CellStores, createCell } from '../../src/cells/index.js';
 import { openDatabase } from '../../src/db/connect.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { startCli } from '../helpers/cli.js';
+import type { CliProcess } from '../helpers/cli.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 
 const engines = await testEngines();
 const HOSTS = 2000;
 const PROCESSES = 5;
+
+// What a test that fails part-way leaves behind (the lock held, processes waiting on it).
+const leftovers: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of leftovers.splice(0).reverse()) await cleanup();
+});
 
 for (const engine of engines) {
   describe(`concurrent discovery on ${engine}`, () => {
@@ -48,17 +57,23 @@ for (const engine of engines) {
           .execute();
 
         const gate = await holdWriteLock(engine, target.url);
+        leftovers.push(() => gate.release());
         const runs = Array.from({ length: PROCESSES }, () =>
-          startCli(['manage', 'cell', 'discover-hosts', '--by-service', '--api-database', target.url, '-f', 'json'], {
+          startCli(['manage', 'cell', 'discover-hosts', '--by-service', '--verbose', '--api-database', target.url, '-f', 'json'], {
             cwd: dir,
-            env: { IRONRING_DATABASE_SQLITE_BUSY_TIMEOUT: '60000' },
+            env: { IRONRING_DATABASE_SQLITE_BUSY_TIMEOUT: '600000' },
           }),
         );
+        leftovers.push(() => runs.forEach((r) => r.child.kill('SIGKILL')));
+        // The barrier: each has read all the unmapped hosts (none can have been mapped: the lock is ours).
+        const found = await Promise.all(runs.map((r) => readUnmapped(r)));
+        expect(found).toEqual(Array.from({ length: PROCESSES }, () => HOSTS));
         await gate.release();
         const codes = await Promise.all(runs.map((r) => r.exited));
         for (const [i, r] of runs.entries()) expect(codes[i], `process ${i}: ${r.stderr()}`).toBe(0);
 
         const created = runs.flatMap((r) => (JSON.parse(r.stdout()) as { mapped: Array<{ host: string }> }).mapped.map((m) => m.host));
+        // Five runs set out to insert the same 2,000 mappings: 8,000 inserts collided, none failed.
         expect(created).toHaveLength(HOSTS);
         expect(new Set(created).size).toBe(HOSTS);
         for (const r of runs) expect(JSON.parse(r.stdout())).toMatchObject({ conflicts: [], failed_cells: [] });
@@ -78,17 +93,35 @@ for (const engine of engines) {
 }
 
 /**
- * Blocks writers to the database until `release()`; readers go on. PostgreSQL: an EXCLUSIVE lock
- * on host_mappings, released once all the processes wait for it. SQLite: an IMMEDIATE transaction
- * on the file, released after the processes had time to start and read.
+ * How many hosts the run read as unmapped: its `Found N unmapped computes in cell` line, waited
+ * for (no time limit: the test's own timeout is the limit). Null if it exits without one.
+ */
+async function readUnmapped(run: CliProcess): Promise<number | null> {
+  const line = /^Found (\d+) unmapped computes in cell: /m;
+  let exited = false;
+  void run.exited.then(() => (exited = true));
+  for (;;) {
+    const wasExited = exited;
+    const m = line.exec(run.stderr());
+    if (m) return Number(m[1]);
+    if (wasExited) return null;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/**
+ * Blocks writers to the database until `release()` (idempotent); readers go on. PostgreSQL: an
+ * EXCLUSIVE lock on host_mappings. SQLite: an IMMEDIATE transaction on the file.
  */
 async function holdWriteLock(engine: string, url: string): Promise<{ release(): Promise<void> }> {
+  let released = false;
   if (engine === 'sqlite') {
     const handle = new BetterSqlite3(url.slice('sqlite://'.length));
     handle.exec('begin immediate');
     return {
       async release() {
-        await new Promise((resolve) => setTimeout(resolve, 6000));
+        if (released) return;
+        released = true;
         handle.exec('commit');
         handle.close();
       },
@@ -100,22 +133,8 @@ async function holdWriteLock(engine: string, url: string): Promise<{ release(): 
   await client.query('lock table host_mappings in exclusive mode');
   return {
     async release() {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        // Inside a transaction pg_stat_activity is a snapshot: clear it to see the processes arrive.
-        await client.query('select pg_stat_clear_snapshot()');
-        const waiting = await client.query<{ n: number }>(
-          "select count(*)::int as n from pg_stat_activity where application_name = 'ironring-manage' and wait_event_type = 'Lock'",
-        );
-        if (waiting.rows[0]!.n >= PROCESSES) break;
-        if (Date.now() > deadline) {
-          // Never leave the lock held (the processes would hang until the test times out): let them go
-          // and let their exit codes and output tell what happened.
-          console.warn(`only ${waiting.rows[0]!.n} of ${PROCESSES} processes reached the insert within 30 s; releasing anyway`);
-          break;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      if (released) return;
+      released = true;
       await client.query('commit');
       await client.end();
     },

@@ -5,9 +5,20 @@ import path from 'node:path';
 import { REPO_ROOT, startCli } from './cli.js';
 import type { CliProcess } from './cli.js';
 
-/** Short intervals so that death is detected in seconds. */
+/**
+ * Short intervals so that death is detected in seconds. The timeout is six intervals, not three: on
+ * a loaded test machine (two CPU hogs beside the suite) a live conductor's event loop can stall for
+ * a few seconds, and a live conductor judged dead makes rings flap and tests fail for nothing.
+ * How fast death is detected is measured by bench/takeover.ts, not asserted here.
+ */
 export const TEST_HEARTBEAT_INTERVAL = 1;
-export const TEST_HEARTBEAT_TIMEOUT = 3;
+export const TEST_HEARTBEAT_TIMEOUT = 6;
+
+/**
+ * How long tests wait for something that must happen (a ring change, a lock released): a limit
+ * against hanging forever, not a performance bound — the times are logged and benchmarked instead.
+ */
+export const EVENTUALLY_MS = 60_000;
 
 export interface ConductorStatus {
   hostname: string;

@@ -4,14 +4,16 @@ import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { runCli } from '../helpers/cli.js';
-import { TEST_HEARTBEAT_TIMEOUT, ringsSeen, startConductor, waitUntil } from '../helpers/conductors.js';
+import { EVENTUALLY_MS, TEST_HEARTBEAT_TIMEOUT, ringsSeen, startConductor, waitUntil } from '../helpers/conductors.js';
 import type { RunningConductor } from '../helpers/conductors.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 import type { TestDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
 
-describe.each(engines)('three conductor processes on %s', (engine) => {
+// Each test waits for a few events, each bounded by EVENTUALLY_MS: the default 30 s test timeout
+// would be the idle-machine bound again.
+describe.each(engines)('three conductor processes on %s', { timeout: 4 * EVENTUALLY_MS }, (engine) => {
   let target: TestDatabase;
   let store: Store;
   let running: RunningConductor[] = [];
@@ -43,24 +45,26 @@ describe.each(engines)('three conductor processes on %s', (engine) => {
 
   async function startThree(): Promise<RunningConductor[]> {
     const three = await Promise.all(['c1', 'c2', 'c3'].map((h) => start(h)));
-    await waitUntil(async () => (await ringsSeen(three)).every((r) => r.join() === 'c1,c2,c3'), 10_000, 'all three to see each other');
+    await waitUntil(async () => (await ringsSeen(three)).every((r) => r.join() === 'c1,c2,c3'), EVENTUALLY_MS, 'all three to see each other');
     return three;
   }
 
-  it('see each other, and drop one that stops gracefully within 1 s, keeping its row offline', async () => {
+  it('see each other, and drop one that stops gracefully, which marks its row offline as it leaves', async () => {
     const [c1, c2, c3] = await startThree();
     const versionBefore = (await c1!.status()).ring_version;
     c2!.proc.child.kill('SIGTERM');
-    const elapsed = await waitUntil(async () => (await ringsSeen([c1!, c3!])).every((r) => r.join() === 'c1,c3'), 5_000, 'c2 to leave the rings');
-    console.info(`[${engine}] graceful stop: both survivors dropped c2 ${elapsed} ms after SIGTERM`);
-    expect(elapsed).toBeLessThan(1000);
     expect(await c2!.proc.exited).toBe(0);
-    expect((await c1!.status()).ring_version).toBeGreaterThan(versionBefore);
+    // What makes the stop graceful, whatever the machine's speed: the row is offline when the
+    // process is gone (a crashed conductor leaves it online until heartbeat_timeout judges it).
     const row = await store.db.selectFrom('conductors').select(['online']).where('hostname', '=', 'c2').executeTakeFirstOrThrow();
     expect(row.online).toBe(false);
+    // How soon the survivors follow is bench/takeover.ts's "graceful" figure; here it is logged.
+    const elapsed = await waitUntil(async () => (await ringsSeen([c1!, c3!])).every((r) => r.join() === 'c1,c3'), EVENTUALLY_MS, 'c2 to leave the rings');
+    console.info(`[${engine}] graceful stop: both survivors dropped c2 ${elapsed} ms after it exited`);
+    expect((await c1!.status()).ring_version).toBeGreaterThan(versionBefore);
   });
 
-  it('drop a killed conductor within heartbeat_timeout + 2 s, release its locks, and take it back under the same id', async () => {
+  it('drop a killed conductor once heartbeat_timeout has passed, release its locks, and take it back under the same id', async () => {
     const [c1, c2, c3] = await startThree();
     const c3Id = (await c3!.status()).id;
     const nodeUuid = randomUUID();
@@ -69,12 +73,12 @@ describe.each(engines)('three conductor processes on %s', (engine) => {
 
     c3!.proc.child.kill('SIGKILL');
     await c3!.proc.exited;
-    const elapsed = await waitUntil(async () => (await ringsSeen([c1!, c2!])).every((r) => r.join() === 'c1,c2'), 15_000, 'c3 to leave the rings');
+    // How soon is bench/takeover.ts's "crash" figure (detection is heartbeat_timeout); here it is logged.
+    const elapsed = await waitUntil(async () => (await ringsSeen([c1!, c2!])).every((r) => r.join() === 'c1,c2'), EVENTUALLY_MS, 'c3 to leave the rings');
     console.info(`[${engine}] kill -9: both survivors dropped c3 ${elapsed} ms after the kill (heartbeat_timeout ${TEST_HEARTBEAT_TIMEOUT} s)`);
-    expect(elapsed).toBeLessThan((TEST_HEARTBEAT_TIMEOUT + 2) * 1000);
     await waitUntil(
       async () => (await store.db.selectFrom('nodes').select('reservation').where('uuid', '=', nodeUuid).executeTakeFirstOrThrow()).reservation === null,
-      (TEST_HEARTBEAT_TIMEOUT + 2) * 1000,
+      EVENTUALLY_MS,
       'the dead conductor\'s lock to be released',
     );
     const history = await store.db
@@ -90,7 +94,7 @@ describe.each(engines)('three conductor processes on %s', (engine) => {
 
     const back = await start('c3');
     expect((await back.status()).id).toBe(c3Id);
-    await waitUntil(async () => (await ringsSeen([c1!, c2!, back])).every((r) => r.join() === 'c1,c2,c3'), 5_000, 'c3 to rejoin');
+    await waitUntil(async () => (await ringsSeen([c1!, c2!, back])).every((r) => r.join() === 'c1,c2,c3'), EVENTUALLY_MS, 'c3 to rejoin');
   });
 
   it('refuse a second live conductor with the same host name', async () => {
@@ -108,7 +112,7 @@ describe.each(engines)('three conductor processes on %s', (engine) => {
     const behind = await start('behind', { skewMs: -tenMinutes });
     const honest = await start('honest');
     const all = [ahead, behind, honest];
-    await waitUntil(async () => (await ringsSeen(all)).every((r) => r.join() === 'ahead,behind,honest'), 10_000, 'all to see each other');
+    await waitUntil(async () => (await ringsSeen(all)).every((r) => r.join() === 'ahead,behind,honest'), EVENTUALLY_MS, 'all to see each other');
     // The skew is real: the ahead process stamps its logs ten minutes in the future.
     const logTime = /"time":"([^"]+)"/.exec(ahead.proc.stderr())![1]!;
     expect(new Date(logTime).getTime() - Date.now()).toBeGreaterThan(tenMinutes - 60_000);
@@ -143,13 +147,13 @@ describe.each(engines)('three conductor processes on %s', (engine) => {
       const before = (await store.db.selectFrom('conductors').select('updated_at').where('hostname', '=', 'c1').executeTakeFirstOrThrow()).updated_at;
       await waitUntil(
         async () => (await store.db.selectFrom('conductors').select('updated_at').where('hostname', '=', 'c1').executeTakeFirstOrThrow()).updated_at > before,
-        10_000,
+        EVENTUALLY_MS,
         'heartbeats to resume',
       );
       expect(c1.proc.child.exitCode).toBeNull();
       // Notifications resumed too: a newcomer is seen at once.
       const c2 = await start('c2');
-      await waitUntil(async () => (await ringsSeen([c1, c2])).every((r) => r.join() === 'c1,c2'), 5_000, 'c2 to be seen');
+      await waitUntil(async () => (await ringsSeen([c1, c2])).every((r) => r.join() === 'c1,c2'), EVENTUALLY_MS, 'c2 to be seen');
     });
   }
 });

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { ComputeDeployment, IMAGE, uuidsOwnedBy } from '../helpers/compute.js';
-import { waitUntil } from '../helpers/conductors.js';
+import { EVENTUALLY_MS, waitUntil } from '../helpers/conductors.js';
 import { testEngines } from '../helpers/databases.js';
 
 const engines = await testEngines();
@@ -34,7 +34,7 @@ describe.each(engines)('the seed\'s race on %s', (engine) => {
     const owners = ['aio', 'c2', 'c3', 'aio'];
     const uuids = uuidsOwnedBy(HOSTS, owners);
     for (const [i, uuid] of uuids.entries()) await deployment.enroll(uuid, `seed-${i}`);
-    await waitUntil(async () => [...(await deployment.computeNodes()).values()].filter((h) => h === 'aio').length === 4, 20_000, 'aio to expose all four nodes');
+    await waitUntil(async () => [...(await deployment.computeNodes()).values()].filter((h) => h === 'aio').length === 4, EVENTUALLY_MS, 'aio to expose all four nodes');
     // Nova's day-zero workflow: discovery by compute node maps the one host that has nodes.
     const discovered = deployment.discoverHosts('--format', 'json');
     expect(discovered.code, discovered.stderr).toBe(0);
@@ -45,7 +45,7 @@ describe.each(engines)('the seed\'s race on %s', (engine) => {
     await waitUntil(async () => {
       const exposed = await deployment.computeNodes();
       return uuids.every((u, i) => exposed.get(u) === owners[i]);
-    }, 20_000, 'the nodes to follow the ring');
+    }, EVENTUALLY_MS, 'the nodes to follow the ring');
 
     // A node that stayed on the mapped host is schedulable…
     const fine = await deployment.createActiveServer('seed-0');
@@ -62,10 +62,10 @@ describe.each(engines)('the seed\'s race on %s', (engine) => {
 
     // Turn periodic discovery on: a scheduler that runs it (by compute node, as Nova's periodic does).
     await deployment.scheduler('sched-2', { IRONRING_SCHEDULER_DISCOVER_HOSTS_INTERVAL: String(DISCOVER_INTERVAL) });
-    const started = Date.now();
-    const healed = await waitUntil(async () => (await deployment.services()).every((s) => s.host_mapped), 20_000, 'c2 and c3 to be mapped');
+    // That it heals without anyone running discover-hosts is the point; how soon (one interval on
+    // an idle machine) is logged, and discovery's own cost is bench/discover.ts's.
+    const healed = await waitUntil(async () => (await deployment.services()).every((s) => s.host_mapped), EVENTUALLY_MS, 'c2 and c3 to be mapped');
     console.info(`[${engine}] seed race: periodic discovery mapped the rebalanced hosts ${healed} ms after the scheduler came up (interval ${DISCOVER_INTERVAL} s)`);
-    expect(Date.now() - started).toBeLessThan(DISCOVER_INTERVAL * 1000 + 1500);
     for (const [i, host] of [[1, 'c2'], [2, 'c3']] as const) {
       const server = await deployment.createActiveServer(`seed-${i}`);
       expect(server).toMatchObject({ host, node: uuids[i] });

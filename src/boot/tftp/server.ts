@@ -13,6 +13,7 @@
 import { createSocket } from 'node:dgram';
 import type { RemoteInfo, Socket } from 'node:dgram';
 import { isIP } from 'node:net';
+import { ConfigError } from '../../common/errors.js';
 import { listenError, splitAddress } from '../../common/listen.js';
 import type { Logger } from '../../common/logger.js';
 import { isNegotiationFault, negotiate } from './options.js';
@@ -419,13 +420,19 @@ class Server implements TftpServer {
 
 /**
  * Starts a read-only TFTP server on `options.address` serving `options.root`. Rejects with a
- * `ListenError` naming the address and the option to change when the address cannot be bound.
+ * `ListenError` naming the address and the option to change when the address cannot be bound, and
+ * with a `ConfigError` when engine `native` is asked for but the add-on is not built.
  */
 export async function startTftpServer(options: TftpServerOptions): Promise<TftpServer> {
   const choice = options.engine ?? 'auto';
   const engine = choice === 'js' ? null : nativeEngine();
   if (choice === 'native' && !engine) {
-    throw new Error(`the native TFTP engine is not built (${nativeEngineError()}): build it with a C compiler ("npm run build:native" in a checkout, "npm rebuild ironring" for a package), or set [pxe] tftp_engine = "js"`);
+    // The operator's to fix (build it or choose another engine): one line and exit 2, no stack.
+    throw new ConfigError(
+      `the native TFTP engine is not built (${nativeEngineError()}): build it with a C compiler ("npm run build:native" in a checkout, "npm rebuild ironring" for a package), or set [pxe] tftp_engine = "js"`,
+      undefined,
+      'pxe.tftp_engine',
+    );
   }
   const { host, port } = splitAddress(options.address);
   let listener: Socket | undefined;

@@ -157,15 +157,23 @@ describe.skipIf(!CURL)('a server busy polling for a real client', () => {
   };
 
   it('reads ACKs by spinning when a transfer runs alone, and the file arrives intact', async () => {
-    // A generous budget, so that a loaded test machine still answers some ACKs within it.
-    const fx = await startFixture({ busyPollUs: 5000 });
+    // The largest budget, and up to ten transfers one after the other: on a loaded machine the
+    // client may be descheduled past the budget for every ACK of one transfer, never of all ten.
+    // The assertion is that spinning catches ACKs at all; how much it gains is bench/tftp.ts's.
+    const fx = await startFixture({ busyPollUs: 10_000 });
     open.push(fx);
-    await fetch(fx);
-    const stats = fx.server.stats();
     const blocks = Math.ceil((fx.files[kernel]!.length + 1) / 1468);
-    expect(stats.completed).toBe(1);
-    expect(stats.busyPolled).toBeGreaterThan(0);
-    expect(stats.busyPolled).toBeLessThanOrEqual(blocks + 1);
+    let transfers = 0;
+    let before = 0;
+    do {
+      await fetch(fx);
+      transfers += 1;
+      const polled = fx.server.stats().busyPolled;
+      expect(polled - before).toBeLessThanOrEqual(blocks + 1);
+      before = polled;
+    } while (before === 0 && transfers < 10);
+    expect(fx.server.stats().completed).toBe(transfers);
+    expect(before).toBeGreaterThan(0);
   });
 
   it('never spins with a zero budget', async () => {
