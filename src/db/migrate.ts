@@ -105,6 +105,17 @@ export async function migrateDatabase(store: Store, sets: readonly MigrationSet[
 
 /** Names of the migrations already applied for a set, or an empty list for a fresh database. */
 export async function appliedMigrations(store: Store, set: MigrationSet): Promise<string[]> {
+  if (store.engine === 'postgres') {
+    // This schema's table only: Kysely's getMigrations() introspects every schema of the database and
+    // fails with `schema "…" does not exist` when another one (another deployment sharing the
+    // database, parallel tests) is dropped meanwhile — which made `ironring conductor` refuse to start.
+    const table = `ironring_migrations_${set}`;
+    const found = await sql<{ t: string | null }>`select to_regclass(quote_ident(current_schema()) || '.' || ${table}) as t`.execute(store.db);
+    if (found.rows[0]?.t == null) return [];
+    const rows = await sql<{ name: string }>`select name from ${sql.table(table)} order by name`.execute(store.db);
+    const known = new Set(Object.keys(migrationsOf(set, store.engine)));
+    return rows.rows.map((r) => r.name).filter((name) => known.has(name));
+  }
   const all = await (await migratorFor(store, set)).getMigrations();
   return all.filter((m) => m.executedAt !== undefined).map((m) => m.name);
 }
