@@ -228,13 +228,18 @@ describe.each(VARIANTS.filter((v) => engines.includes(v.engine)).map((v) => [v.l
       const history = await store.db.selectFrom('node_history').select('event').where('event', 'like', '%taken over by conductor % from conductor c2%').execute();
       expect(history.length).toBeGreaterThan(0);
       expect(await fetchAll(nodes)).toEqual([]);
-      // The survivors' /metrics tell the same story.
-      const owners = await Promise.all([conductors[0]!, conductors[2]!].map(async (c) => (await fetch(`${c.rpcUrl}/metrics`)).text()));
+      // The survivors' /metrics tell the same story. A transfer counts as completed when the server has
+      // handled the client's last ACK, which a loaded server may do after curl has already exited.
+      const survivors = [conductors[0]!, conductors[2]!];
+      const metrics = () => Promise.all(survivors.map(async (c) => (await fetch(`${c.rpcUrl}/metrics`)).text()));
+      const completed = (text: string) => Number(/^ironring_tftp_transfers_total\{outcome="completed"[^}]*\} (\d+)$/m.exec(text)?.[1]);
+      await waitUntil(async () => (await metrics()).reduce((sum, text) => sum + completed(text), 0) >= 300, 30_000, 'the survivors to count 300 completed TFTP transfers').catch(() => undefined);
+      const owners = await metrics();
       let owned = 0;
       let served = 0;
       for (const text of owners) {
         owned += Number(/^ironring_conductor_nodes_owned\{[^}]*\} (\d+)$/m.exec(text)?.[1]);
-        served += Number(/^ironring_tftp_transfers_total\{outcome="completed"[^}]*\} (\d+)$/m.exec(text)?.[1]);
+        served += completed(text);
         expect(Number(/^ironring_conductor_takeovers_total\{[^}]*\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
         expect(text).toMatch(/^ironring_conductor_nodes_pending_takeover\{[^}]*\} 0$/m);
         expect(text).toMatch(/^ironring_conductor_reconcile_last_pass_seconds\{[^}]*\} [\d.e-]+$/m);
