@@ -32,7 +32,8 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: 'ipmitool', package: 'ipmitool' },
   // Debian's modules live in the system python, not in a pyenv/venv python that may come first on PATH.
   { command: '/usr/bin/python3', package: 'python3-pyghmi', probe: ['-c', 'import pyghmi.ipmi.bmc'] },
-  // The reference ring tooz mode must match, queried live by test/ring/tooz-live.test.ts.
+  // The ring OpenStack Ironic places nodes with: test/ring/tooz-live.test.ts queries it live, and the
+  // take-over checker's tooz judge is checked against it.
   { command: '/usr/bin/python3', package: 'python3-tooz', probe: ['-c', 'import tooz.hashring'] },
   { command: 'baremetal', package: 'python3-ironicclient', probe: ['--version'] },
   { command: 'dnsmasq', package: 'dnsmasq-base' },

@@ -7,11 +7,9 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { listConductors, membersByGroup } from '../../src/cluster/membership.js';
 import type { Store } from '../../src/db/connect.js';
-import { HashRing } from '../../src/ring/index.js';
-import type { HashRingOptions } from '../../src/ring/index.js';
-import { BOOT_STATE_STATES } from '../../src/conductor/reconciler.js';
+import { judgeRing, liveConductorsBySql, NEEDS_BOOT_FILES } from './take-over-judge.js';
+import type { JudgeHost, JudgeRing, JudgeRingMode } from './take-over-judge.js';
 
 export interface TestImage {
   url: string;
@@ -127,7 +125,8 @@ export interface ConductorDisk {
 export interface InvariantOptions {
   heartbeatTimeout: number;
   replicas: number;
-  ring?: HashRingOptions;
+  /** The placement the conductors were started with (default balanced), judged by take-over-judge.ts. */
+  ring?: JudgeRingMode;
   /** The images the nodes were seeded with (for the replica-cache and user-image checks). */
   images?: TestImages;
 }
@@ -146,46 +145,101 @@ async function exists(p: string): Promise<boolean> {
   return (await stat(p).catch(() => null)) !== null;
 }
 
+/** Judge rings by mode and membership: a balanced one takes a moment to build, and the checker polls. */
+const judgeRings = new Map<string, JudgeRing>();
+
+function ringOf(hosts: readonly JudgeHost[], mode: JudgeRingMode): JudgeRing {
+  const key = JSON.stringify([mode, [...hosts].sort((a, b) => (a.name < b.name ? -1 : 1))]);
+  let ring = judgeRings.get(key);
+  if (!ring) {
+    if (judgeRings.size > 64) judgeRings.clear();
+    judgeRings.set(key, (ring = judgeRing(hosts, mode)));
+  }
+  return ring;
+}
+
+/** A per-MAC link as found on a conductor's disk: where, and for which MAC (lower case, colons). */
+interface FoundLink {
+  file: string;
+  mac: string;
+}
+
+const HEX_PAIRS = /^[0-9a-f]{2}(?:-[0-9a-f]{2}){5}$/;
+
+/**
+ * Every per-MAC link a conductor has, whatever boot loader it is for (src/boot/layout.ts spells
+ * them out): PXELINUX `tftpboot/pxelinux.cfg/01-aa-…`, GRUB `tftpboot/grub.cfg-01-aa-…` and
+ * `tftpboot/aa:…:ff.conf`, iPXE `httpboot/pxelinux.cfg/aa-…`.
+ */
+async function perMacLinks(dataDir: string): Promise<FoundLink[]> {
+  const list = (dir: string) => readdir(dir).catch(() => [] as string[]);
+  const found: FoundLink[] = [];
+  const tftp = path.join(dataDir, 'tftpboot');
+  const http = path.join(dataDir, 'httpboot');
+  for (const name of await list(path.join(tftp, 'pxelinux.cfg'))) {
+    if (name.startsWith('01-') && HEX_PAIRS.test(name.slice(3))) found.push({ file: `tftpboot/pxelinux.cfg/${name}`, mac: name.slice(3).replaceAll('-', ':') });
+  }
+  for (const name of await list(tftp)) {
+    if (name.startsWith('grub.cfg-01-') && HEX_PAIRS.test(name.slice(12))) found.push({ file: `tftpboot/${name}`, mac: name.slice(12).replaceAll('-', ':') });
+    const conf = /^([0-9a-f]{2}(?::[0-9a-f]{2}){5})\.conf$/.exec(name);
+    if (conf) found.push({ file: `tftpboot/${name}`, mac: conf[1]! });
+  }
+  for (const name of await list(path.join(http, 'pxelinux.cfg'))) {
+    if (HEX_PAIRS.test(name)) found.push({ file: `httpboot/pxelinux.cfg/${name}`, mac: name.replaceAll('-', ':') });
+  }
+  return found;
+}
+
 /**
  * The invariants after convergence, judged from the database (live conductors by the database
- * clock, nodes, ports, reservations) and every conductor's disk:
+ * clock, nodes, ports, reservations) and every conductor's disk — with the checker's own SQL and
+ * ring (take-over-judge.ts), never ironring's membership or ring code:
  * 1. each node that boots from the network has exactly one live owner, `conductor_affinity` = that
  *    owner, and current state there: config, per-MAC link resolving to it, kernel/ramdisk present;
- * 2. no other live conductor has files for it, except image-cache entries of its replicas, which
- *    hold its deploy and instance kernel/ramdisk — and nobody ever caches the user image;
+ * 2. no other live conductor has files for it — neither its directory nor a per-MAC link of any
+ *    boot loader for one of its MACs — except image-cache entries of its replicas, which hold its
+ *    deploy and instance kernel/ramdisk; nobody ever caches the user image; and no live conductor
+ *    keeps a per-MAC link for a MAC of no node that boots from the network;
  * 3. no reservation is held by a conductor that is not live.
  */
 export async function checkInvariants(store: Store, disks: readonly ConductorDisk[], options: InvariantOptions): Promise<InvariantReport> {
   const violations: string[] = [];
-  const conductors = await listConductors(store, options.heartbeatTimeout);
-  const live = conductors.filter((c) => c.alive);
+  const live = await liveConductorsBySql(store, options.heartbeatTimeout);
   const idOf = new Map(live.map((c) => [c.hostname, c.id]));
-  const rings = new Map<string, HashRing>();
-  for (const [group, members] of membersByGroup(live)) rings.set(group, new HashRing(members, options.ring ?? {}));
+  const groups = new Map<string, JudgeHost[]>();
+  for (const c of live) groups.set(c.group, [...(groups.get(c.group) ?? []), { name: c.hostname, weight: c.weight }]);
+  const mode = options.ring ?? { mode: 'balanced' };
+  const rings = new Map<string, JudgeRing>();
+  for (const [group, members] of groups) rings.set(group, ringOf(members, mode));
   const nodes = await store.db.selectFrom('nodes').select(['id', 'uuid', 'conductor_group', 'provision_state', 'conductor_affinity', 'reservation']).execute();
   const ports = await store.db.selectFrom('ports').select(['node_id', 'address']).where('pxe_enabled', '=', true).execute();
   const macs = new Map<number, string[]>();
-  for (const p of ports) macs.set(p.node_id, [...(macs.get(p.node_id) ?? []), p.address]);
+  for (const p of ports) macs.set(p.node_id, [...(macs.get(p.node_id) ?? []), p.address.toLowerCase()]);
   const liveDisks = disks.filter((d) => idOf.has(d.hostname));
   const dirs = new Map<string, Set<string>>();
   const masters = new Map<string, Set<string>>();
+  const links = new Map<string, FoundLink[]>();
   for (const d of liveDisks) {
     dirs.set(d.hostname, new Set(await readdir(path.join(d.dataDir, 'tftpboot')).catch(() => [])));
     masters.set(d.hostname, new Set(await readdir(path.join(d.dataDir, 'master_images')).catch(() => [])));
+    links.set(d.hostname, await perMacLinks(d.dataDir));
   }
   let needing = 0;
   let current = 0;
   const liveNames = new Set(idOf.keys());
+  /** Owner of each MAC of a node that boots from the network, for the per-MAC link check. */
+  const macOwner = new Map<string, { uuid: string; owner: string }>();
   for (const node of nodes) {
     if (node.reservation !== null && !liveNames.has(node.reservation)) violations.push(`${node.uuid}: reservation held by ${node.reservation}, which is not live`);
-    if (!BOOT_STATE_STATES.has(node.provision_state)) continue;
+    if (!NEEDS_BOOT_FILES.has(node.provision_state)) continue;
     needing += 1;
     const ring = rings.get(node.conductor_group);
     if (!ring) {
       violations.push(`${node.uuid}: no live conductor in group "${node.conductor_group}"`);
       continue;
     }
-    const [owner, ...replicas] = ring.lookup(node.uuid, { replicas: options.replicas });
+    const [owner, ...replicas] = ring.lookup(node.uuid, options.replicas);
+    for (const mac of macs.get(node.id) ?? []) macOwner.set(mac, { uuid: node.uuid, owner: owner! });
     if (node.conductor_affinity !== idOf.get(owner!)) {
       violations.push(`${node.uuid}: conductor_affinity ${node.conductor_affinity} is not its owner ${owner} (#${idOf.get(owner!)})`);
     }
@@ -226,6 +280,14 @@ export async function checkInvariants(store: Store, disks: readonly ConductorDis
           if (!cache.has(options.images[role].master)) violations.push(`${node.uuid}: replica ${replica} lacks the ${role} in its image cache`);
         }
       }
+    }
+  }
+  // Leftover per-MAC links: a boot loader asking a non-owner for a MAC must find nothing there.
+  for (const [host, found] of links) {
+    for (const link of found) {
+      const of = macOwner.get(link.mac);
+      if (of === undefined) violations.push(`${host} still has per-MAC link ${link.file}, but no node that boots from the network has MAC ${link.mac}`);
+      else if (of.owner !== host) violations.push(`${of.uuid}: ${host} still has per-MAC link ${link.file} but the owner is ${of.owner}`);
     }
   }
   if (options.images) {
