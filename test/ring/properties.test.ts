@@ -125,10 +125,13 @@ describe('weights', () => {
   });
 
   // tooz with 4096 points per unit of weight: the arc-length share's relative standard deviation
-  // is ≈ 1/sqrt(4096·w) ≤ 1.6 %; 10 % is over 6 sigma.
+  // is ≈ 1/sqrt(4096·w) ≤ 1.6 %; 10 % is over 6 sigma. tooz hashes a host's points as md5(name
+  // repeated k times), so two names that are powers of one string ("c" and "cc") share points and
+  // the later one takes them, as in tooz itself: such sets are not what this property is about.
   it('shift exact shares in proportion to the weights (tooz, within 10 %)', () => {
     fc.assert(
       fc.property(hosts(2, 6), (members) => {
+        fc.pre(!sharesToozPoints(members.map((m) => m.name)));
         const ring = new HashRing(members, { mode: 'tooz', partitions: 4096 });
         expectProportional(ring, members, 0.1);
       }),
@@ -136,6 +139,20 @@ describe('weights', () => {
     );
   });
 });
+
+/** The shortest string whose repetition is `name` ("abab" → "ab"). */
+function primitiveRoot(name: string): string {
+  for (let n = 1; n <= name.length / 2; n++) {
+    if (name.length % n === 0 && name.slice(0, n).repeat(name.length / n) === name) return name.slice(0, n);
+  }
+  return name;
+}
+
+/** True when two names are powers of one string, so that tooz gives them common points. */
+function sharesToozPoints(names: readonly string[]): boolean {
+  const roots = names.map(primitiveRoot);
+  return new Set(roots).size !== roots.length;
+}
 
 function expectProportional(ring: HashRing, members: readonly RingHost[], tolerance: number): void {
   const total = members.reduce((sum, m) => sum + m.weight, 0);
