@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConductorMetrics } from '../../src/conductor/metrics.js';
-import { MAC_LINK, rawPeer, request, runClient, startFixture } from '../boot/tftp/helpers.js';
+import { MAC_LINK, rawPeer, request, runClient, startFixture, until } from '../boot/tftp/helpers.js';
 import type { Fixture } from '../boot/tftp/helpers.js';
 import { requirePeer } from '../helpers/peers.js';
 
@@ -41,6 +41,8 @@ describe('TFTP metrics', () => {
 
     expect((await runClient('curl', ['-sS', '--fail', `tftp://127.0.0.1:${fx.port}/${MAC_LINK}`])).code).toBe(0);
     expect((await runClient('curl', ['-sS', '--fail', `tftp://127.0.0.1:${fx.port}/no-such-file`])).code).not.toBe(0);
+    // curl exits once it has sent its last ACK; the server counts the transfer when that ACK arrives.
+    await until(() => fx.server.stats().active === 0);
 
     const after = await metrics.registry.metrics();
     expect(sample(after, 'ironring_tftp_transfers_total', 'outcome="completed"')).toBe(1);

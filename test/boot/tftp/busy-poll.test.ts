@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BACKOFF_MAX, CYCLE_BLOCKS, MEASURE_BLOCKS, NOTHING_YET, READ_FAILED, SpinPolicy, socketFd, spinRead } from '../../../src/boot/tftp/busy-poll.js';
-import { NODE_UUID, runClient, startFixture } from './helpers.js';
+import { NODE_UUID, runClient, startFixture, until } from './helpers.js';
 import type { Fixture } from './helpers.js';
 import { requirePeer } from '../../helpers/peers.js';
 
@@ -154,6 +154,8 @@ describe.skipIf(!CURL)('a server busy polling for a real client', () => {
     const res = await runClient('curl', ['-sS', '--fail', '--tftp-blksize', '1468', `tftp://127.0.0.1:${fx.port}/${kernel}`]);
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout.equals(fx.files[kernel]!)).toBe(true);
+    // curl exits once it has sent its last ACK; the server counts the transfer when that ACK arrives.
+    await until(() => fx.server.stats().active === 0);
   };
 
   it('reads ACKs by spinning when a transfer runs alone, and the file arrives intact', async () => {
