@@ -1,6 +1,7 @@
 /**
- * The HTTP API process: builds the fastify app (version discovery, health, and the resource routes
- * later issues add) and binds it, turning bind failures into one-line `ListenError`s.
+ * The HTTP API process: builds the fastify app (authentication, version discovery, health, metrics,
+ * the Ironic resource routes and the compute routes) and binds it, turning bind failures into
+ * one-line `ListenError`s.
  */
 import swagger from '@fastify/swagger';
 import Fastify from 'fastify';
