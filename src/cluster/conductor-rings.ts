@@ -70,11 +70,24 @@ export interface NodeOwners {
   rpcUrl(host: string): string | null;
 }
 
+/** Answers already built, per membership read (the rows array of one read) and replica count. */
+const answered = new WeakMap<readonly ConductorMember[], Map<number, NodeOwners>>();
+
 /**
  * Node-level answers over `rings` as they are now, for `replicas` conductors per node (owner
- * included): taken at once, so that one answer (a node list) never mixes two memberships.
+ * included): taken at once, so that one answer (a node list) never mixes two memberships. Built
+ * once per membership read: every API request asks.
  */
 export function nodeOwners(rings: ConductorRings, replicas = 1): NodeOwners {
+  const read = rings.rowsRead();
+  let byReplicas = answered.get(read);
+  if (byReplicas === undefined) answered.set(read, (byReplicas = new Map()));
+  let owners = byReplicas.get(replicas);
+  if (owners === undefined) byReplicas.set(replicas, (owners = buildNodeOwners(rings, replicas)));
+  return owners;
+}
+
+function buildNodeOwners(rings: ConductorRings, replicas: number): NodeOwners {
   const byGroup = new Map(rings.groups().map((g) => [g, rings.ring(g)!]));
   const names = new Map(rings.rowsRead().map((c) => [c.id, c.hostname]));
   const urls = new Map(rings.members().map((c) => [c.hostname, c.rpcUrl]));
