@@ -12,12 +12,12 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { installListenerAuth } from '../auth/listener-auth.js';
 import { conductorListenerRoutes, prepareRpcCredentials, rpcServerTls } from '../auth/rpc-auth.js';
-import { ClusterView } from '../cluster/cluster-view.js';
+import { conductorRings } from '../cluster/conductor-rings.js';
+import type { ConductorRings } from '../cluster/conductor-rings.js';
 import { releaseDeadReservations } from '../cluster/dead-locks.js';
 import { assertNotRunning, heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
 import type { ConductorRegistration } from '../cluster/membership.js';
 import { releaseReservationsOf } from '../cluster/reservations.js';
-import { conductorRingOptions } from '../cluster/ring-options.js';
 import { TaskTracker } from '../cluster/task.js';
 import { installErrorHandling } from '../common/http-errors.js';
 import { listenFastify } from '../common/listen.js';
@@ -61,7 +61,8 @@ export interface ConductorStatus {
 export class Conductor {
   readonly hostname: string;
   readonly group: string;
-  readonly view: ClusterView;
+  /** The conductors' live rings, itself always included while it runs. */
+  readonly view: ConductorRings;
   readonly tracker = new TaskTracker();
   drivers: DriverRegistry;
   operations: NodeOperations;
@@ -87,9 +88,7 @@ export class Conductor {
     this.log = deps.logger.child({ component: 'conductor', host: this.hostname });
     this.drivers = deps.drivers ?? createDriverRegistry();
     this.operations = this.buildOperations();
-    this.view = new ClusterView(deps.store, {
-      heartbeatTimeout: config.conductor.heartbeat_timeout,
-      ring: conductorRingOptions(config.conductor),
+    this.view = conductorRings(deps.store, config.conductor, {
       // SQLite has no notifications: polling twice a second keeps a graceful stop visible within 1 s.
       pollIntervalMs: deps.store.engine === 'sqlite' ? 500 : 1000,
       logger: this.log,
@@ -141,7 +140,7 @@ export class Conductor {
 
   status(): ConductorStatus {
     const rings: Record<string, string[]> = {};
-    for (const group of this.view.rings.groups()) rings[group] = this.view.rings.tryRing(group)?.hosts ?? [];
+    for (const group of this.view.groups()) rings[group] = this.view.ring(group)?.hosts ?? [];
     return {
       hostname: this.hostname,
       id: this.id,
@@ -200,7 +199,7 @@ export class Conductor {
       this.conductorId = await registerConductor(store, this.registration(), config.conductor.heartbeat_timeout);
       const released = await releaseReservationsOf(store, this.hostname, { by: this.hostname, reason: 'conductor restarted' });
       if (released.length > 0) this.log.warn({ nodes: released.length }, 'released locks left by this conductor before it restarted');
-      this.view.setSelf({ hostname: this.hostname, group: this.group, weight: 1 });
+      this.view.setSelf({ name: this.hostname, group: this.group, weight: 1 });
       this.unsubscribe = this.view.subscribe((change) => {
         // Locks of departed conductors first, so the take-over pass that follows finds them free.
         if (change.removed.length > 0) void this.releaseDeadLocks().then((n) => n > 0 && this.reconciler.trigger('dead locks released'));

@@ -165,7 +165,7 @@ export class Reconciler {
     const { store, group, view, metrics } = this.options;
     const me = this.options.conductorId();
     const ringVersion = view.version;
-    const ring = view.rings.tryRing(group);
+    const ring = view.ring(group);
     const report: PassReport = {
       trigger,
       verify,
