@@ -8,7 +8,7 @@ import { cloneJson, isForbiddenKey, stringProblem } from '../common/json-safety.
 import type { NodeRow } from './node-store.js';
 
 export const NODE_NAME_PATTERN = /^[A-Za-z0-9\-._~]{1,255}$/;
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { UUID_PATTERN } from '../common/uuid.js';
 const GROUP_PATTERN = /^[a-zA-Z0-9_.-]*$/;
 
 export const PATCH_JSON_FIELDS = ['driver_info', 'properties', 'extra', 'instance_info'] as const;

@@ -5,15 +5,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Insertable, Selectable } from 'kysely';
+import type { Insertable } from 'kysely';
 import { NodeNotFound } from '../cluster/errors.js';
 import { Conflict, InvalidParameter } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
-import type { NodesTable } from '../db/schema.js';
+import type { NodeRow, NodesTable } from '../db/schema.js';
+import { UUID_PATTERN } from '../common/uuid.js';
 
-export type NodeRow = Selectable<NodesTable>;
-
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export type { NodeRow };
 
 /** Columns a list may be sorted by: every non-JSON column the API shows, as in Ironic. */
 export const NODE_SORT_KEYS = [

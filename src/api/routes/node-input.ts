@@ -3,7 +3,7 @@
  * nothing reaches the database unchecked.
  */
 import { InvalidParameter } from '../../common/errors.js';
-import { UUID_PATTERN } from '../../nodes/node-store.js';
+import { UUID_PATTERN } from '../../common/uuid.js';
 import type { NewNode } from '../../nodes/node-store.js';
 import { checkJsonField } from '../json-fields.js';
 import type { JsonFieldLimits } from '../json-fields.js';
