@@ -19,6 +19,7 @@ import { LiveOwners } from '../live-owners.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
+import { NODE_INTERFACE_FIELDS } from '../../nodes/node-fields.js';
 import { NODE_FIELDS, NODE_LIST_FIELDS, columnsFor, fieldsAt, renderNode } from '../views/node.js';
 import type { NodeViewContext } from '../views/node.js';
 import { validateNewNode } from './node-input.js';
@@ -100,8 +101,9 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     const limit = parseLimit(q.limit, config.api.max_limit);
     if (q.marker !== undefined && !UUID_PATTERN.test(q.marker)) throw new InvalidParameter(`marker: expected a node uuid, got ${JSON.stringify(q.marker)}`);
     // A field an older client cannot see is no sort key for it either: 406, as Ironic's check_allowed_fields.
-    if (q.sort_key !== undefined && q.sort_key !== 'id' && !valid.includes(q.sort_key) && NODE_FIELDS[q.sort_key] !== undefined) {
-      throw new NotAcceptable(`sort_key: ${q.sort_key} needs API version ${formatVersion(NODE_FIELDS[q.sort_key]!)} or later`);
+    const sortSince = q.sort_key === undefined ? undefined : NODE_FIELDS.since(q.sort_key);
+    if (sortSince !== undefined && !valid.includes(q.sort_key!)) {
+      throw new NotAcceptable(`sort_key: ${q.sort_key} needs API version ${formatVersion(sortSince)} or later`);
     }
     const sortKey = parseChoice('sort_key', q.sort_key === 'id' ? 'created_at' : q.sort_key, NODE_SORT_KEYS, 'created_at');
     const sortDir = parseChoice('sort_dir', q.sort_dir, ['asc', 'desc'] as const, 'asc');
@@ -137,11 +139,8 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
 
   app.post('/v1/nodes', async (request, reply) => {
     const input = validateNewNode(request.body, request.apiVersion, fieldLimits);
-    const interfaces = options.drivers.validateInterfaces(input.driver, {
-      boot_interface: input.boot_interface, console_interface: input.console_interface, deploy_interface: input.deploy_interface,
-      inspect_interface: input.inspect_interface, management_interface: input.management_interface, network_interface: input.network_interface,
-      power_interface: input.power_interface, rescue_interface: input.rescue_interface, vendor_interface: input.vendor_interface,
-    });
+    const requested = Object.fromEntries(NODE_INTERFACE_FIELDS.map((f) => [f, (input as Record<string, unknown>)[f] as string | null | undefined]));
+    const interfaces = options.drivers.validateInterfaces(input.driver, requested);
     const values: NewNode = { ...input, ...interfaces, provision_state: initialProvisionState(request.apiVersion) };
     const node = await createNode(store, values);
     const ctx = await viewContext(request);
