@@ -67,7 +67,8 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   },
   driver_info: { since: [1, 1], column: 'driver_info', view: 'masked', input: jsonInput },
   // Conductor-private JSON, shown but never written by clients, and no sort key (a JSON column).
-  driver_internal_info: { since: [1, 1], column: 'driver_internal_info', sortable: false },
+  // Ironic shows it from 1.3, as here.
+  driver_internal_info: { since: [1, 3], column: 'driver_internal_info', sortable: false },
   extra: { since: [1, 1], column: 'extra', input: jsonInput },
   instance_info: { since: [1, 1], column: 'instance_info', view: 'masked', input: jsonInput },
   instance_uuid: {

@@ -50,7 +50,7 @@ const CONTRACT: Record<string, Contract> = {
   chassis_uuid: { since: [1, 1], view: null },
   driver: { since: [1, 1], view: 'fake-hardware', create: true, patch: true, good: ['ipmi', 'ipmi'], bad: ['', /needs a driver/] },
   driver_info: { since: [1, 1], view: { ipmi_address: '10.0.0.1', ipmi_password: '******', nested: { secret_key: '******' } }, create: true, patch: true, good: [{ a: 1 }, { a: 1 }], bad: ['x', /expected a JSON object/] },
-  driver_internal_info: { since: [1, 1], view: { clean_step: { step: 'erase_devices', interface: 'deploy' }, password: 'shown' } },
+  driver_internal_info: { since: [1, 3], view: { clean_step: { step: 'erase_devices', interface: 'deploy' }, password: 'shown' } },
   extra: { since: [1, 1], view: { a: 1 }, create: true, patch: true, good: [{ b: 2 }, { b: 2 }], bad: [[1], /expected a JSON object/] },
   instance_info: { since: [1, 1], view: { image_source: 'x', configdrive: '******' }, create: true, patch: true, good: [{ c: 3 }, { c: 3 }], bad: [null, /expected a JSON object/] },
   instance_uuid: { since: [1, 1], view: null, create: true, patch: true, good: [UUID.toUpperCase(), UUID], bad: ['i-1', /expected a UUID/] },
