@@ -8,6 +8,7 @@
  * Pure: rows in, values out, errors as `InvalidParameter` (400) or `NotAcceptable` (406). The API
  * edge and the conductor (which applies a patch again under the node's lock) share it.
  */
+import { Type } from 'typebox';
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { apiTime } from '../common/api-time.js';
@@ -151,6 +152,21 @@ export class FieldTable<Row, Ctx> {
       for (const c of spec.reads ?? (spec.column !== undefined && typeof spec.view !== 'function' ? [spec.column] : [])) columns.add(c);
     }
     return [...columns];
+  }
+
+  /**
+   * The JSON Schema of a create body, for the API's OpenAPI document: every field a create takes,
+   * with the version it needs. `create` is what checks bodies, with messages that name the field.
+   */
+  createSchema(): TSchema {
+    const properties: Record<string, TSchema> = {};
+    for (const [name, spec] of Object.entries(this.fields)) {
+      const create = spec.input?.create;
+      if (create === undefined) continue;
+      const schema = { ...spec.input!.schema, description: `Since API ${formatVersion(spec.since)}.` } as TSchema;
+      properties[name] = create === true ? Type.Optional(schema) : schema;
+    }
+    return Type.Object(properties, { additionalProperties: false });
   }
 
   /** Checks one value of a writable field; returns what to store. `where` names it in the message. */

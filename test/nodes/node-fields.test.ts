@@ -193,6 +193,14 @@ describe('the node field table', () => {
     expect(() => NODE_FIELDS.checkPatchVersion([{ op: 'add', path: '/conductor_group', value: 'g' }], [1, 45])).toThrow(expect.objectContaining({ httpStatus: 406 }));
   });
 
+  it('documents a create body with exactly the creatable fields, driver required', () => {
+    const schema = NODE_FIELDS.createSchema() as unknown as { properties: Record<string, { description: string }>; required: string[]; additionalProperties: boolean };
+    expect(Object.keys(schema.properties).sort()).toEqual(Object.keys(CONTRACT).filter((f) => CONTRACT[f]!.create).sort());
+    expect(schema.required).toEqual(['driver']);
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.properties.conductor_group!.description).toBe('Since API 1.46.');
+  });
+
   it('derives the sort keys (every own non-JSON column) and the interface fields', () => {
     expect(new Set(NODE_SORT_KEYS)).toEqual(new Set([
       'created_at', 'updated_at', 'uuid', 'name', 'driver', 'provision_state', 'power_state', 'conductor_group', 'resource_class', 'instance_uuid',
