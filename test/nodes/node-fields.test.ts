@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { NodeRow } from '../../src/db/schema.js';
 import { NODE_FIELDS, NODE_INTERFACE_FIELDS } from '../../src/nodes/node-fields.js';
 import type { NodeFieldContext } from '../../src/nodes/node-fields.js';
-import { applyNodePatch } from '../../src/nodes/node-patch.js';
+import { applyNodePatch, parsePatch } from '../../src/nodes/node-patch.js';
 import { NODE_SORT_KEYS } from '../../src/nodes/node-store.js';
 
 type V = readonly [number, number];
@@ -191,6 +191,16 @@ describe('the node field table', () => {
       if (c.since[1] > 1) expect(() => NODE_FIELDS.checkPatchVersion(ops, before(c.since)), field).toThrow(`/${field}: needs API version`);
     }
     expect(() => NODE_FIELDS.checkPatchVersion([{ op: 'add', path: '/conductor_group', value: 'g' }], [1, 45])).toThrow(expect.objectContaining({ httpStatus: 406 }));
+  });
+
+  it('reads a patch document: add and replace need a value, remove takes none', () => {
+    expect(parsePatch([{ op: 'remove', path: '/name', value: 'ignored' }, { op: 'add', path: '/extra/a', value: null }])).toEqual([
+      { op: 'remove', path: '/name' },
+      { op: 'add', path: '/extra/a', value: null },
+    ]);
+    expect(() => parsePatch([{ op: 'replace', path: '/name' }])).toThrow('patch[0].value: required for replace');
+    expect(() => parsePatch([{ op: 'move', path: '/name', from: '/x' }])).toThrow(/^patch\[0\]\.op: "move" is not supported/);
+    expect(() => parsePatch([])).toThrow('the patch has no operations');
   });
 
   it('documents a create body with exactly the creatable fields, driver required', () => {
