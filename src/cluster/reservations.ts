@@ -47,7 +47,6 @@ export const DEFAULT_RESERVE_INTERVAL_MS = 1000;
 
 const defaultSleep: Sleep = (ms) => delay(ms);
 
-
 interface NodeKey {
   column: 'id' | 'uuid' | 'name';
   value: number | string;

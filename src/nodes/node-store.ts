@@ -8,9 +8,9 @@ import { sql } from 'kysely';
 import type { Insertable } from 'kysely';
 import { NodeNotFound } from '../cluster/errors.js';
 import { Conflict, InvalidParameter } from '../common/errors.js';
+import { UUID_PATTERN } from '../common/uuid.js';
 import type { Store } from '../db/connect.js';
 import type { NodeRow, NodesTable } from '../db/schema.js';
-import { UUID_PATTERN } from '../common/uuid.js';
 import { NODE_FIELDS } from './node-fields.js';
 
 export type { NodeRow };
