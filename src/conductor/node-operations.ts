@@ -16,7 +16,7 @@ import type { BootDevice, CleanStepRequest, DriverTask, PowerState } from '../dr
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
-import { applyAction, finishEvent, transition } from '../nodes/state-machine.js';
+import { applyAction, bootNeed, finishEvent, stateKind, transition } from '../nodes/state-machine.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
@@ -53,8 +53,11 @@ export interface NodeOperationsDeps {
   conductorId?: () => number | undefined;
 }
 
-/** States whose work leaves the node booting from this conductor's files. */
-const NETWORK_BOOT_STATES: ReadonlySet<string> = new Set(['active', 'wait call-back', 'clean wait', 'inspect wait', 'rescue wait', 'rescue']);
+/**
+ * True when a node that comes to rest in `state` boots from the files its work left on this
+ * conductor (a working state is not a rest: the next step decides).
+ */
+const restsOnOwnBootFiles = (state: ProvisionState): boolean => stateKind(state) !== 'working' && bootNeed(state) !== 'none';
 const RESUMABLE_STATES: ReadonlySet<string> = new Set(WORKING_STATES);
 
 export class NodeOperations {
@@ -250,7 +253,7 @@ export class NodeOperations {
       const next = transition(status, event);
       const me = this.deps.conductorId?.();
       await task.update({
-        ...(me !== undefined && NETWORK_BOOT_STATES.has(next.state) ? { conductor_affinity: me } : {}),
+        ...(me !== undefined && restsOnOwnBootFiles(next.state) ? { conductor_affinity: me } : {}),
         provision_state: next.state,
         target_provision_state: next.target,
         provision_updated_at: new Date(),

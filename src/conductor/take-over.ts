@@ -3,8 +3,8 @@
  * state is missing or stale here are taken over in batches of `BATCH`:
  *
  * 1. one UPDATE locks the batch (nodes someone else holds stay pending);
- * 2. the workers rebuild each node's boot state (`deploy.prepare` — not for a node running the
- *    deploy ramdisk — and `deploy.takeOver`); a waiting node whose boot state cannot be rebuilt
+ * 2. the workers rebuild each node's boot state (`deploy.takeOver`: what the node boots in its
+ *    provision state, nothing else — no `deploy.prepare`); a waiting node whose boot state cannot be rebuilt
  *    after `WAITING_TAKE_OVER_TRIES` tries is failed rather than left waiting for a call-back that
  *    cannot come;
  * 3. one flush of the file systems makes the batch's files durable;
@@ -19,7 +19,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../common/logger.js';
 import { announceNodeChange } from '../cluster/task.js';
-import { RAMDISK_STATES } from '../drivers/ramdisk/ramdisk-deploy.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { transition } from '../nodes/state-machine.js';
 import { WAITING_STATES } from '../nodes/states.js';
@@ -46,14 +45,6 @@ interface Failure {
   /** Failures in a row for this cause, this one included (0: not a failure of the node's own). */
   count: number;
 }
-
-/**
- * States in which a node boots the deploy ramdisk, not an instance: their take-over rebuilds the
- * ramdisk's boot files and needs no instance images, so `deploy.prepare` (which readies a deploy
- * and may insist on them) is not run for them (else a node being cleaned, inspected or
- * rescued without instance images failed its take-over on every pass).
- */
-const DEPLOY_RAMDISK_STATES: ReadonlySet<string> = new Set(RAMDISK_STATES);
 
 /** Waiting states: the node waits for its ramdisk to call back, so it must boot from its owner. */
 const WAITING: ReadonlySet<string> = new Set(WAITING_STATES);
@@ -163,7 +154,8 @@ async function buildOne(
   }
   try {
     const task = state.options.drivers().bind({ node, ports: nodePorts, logger: state.log.child({ node: node.uuid }) });
-    if (!DEPLOY_RAMDISK_STATES.has(node.provision_state)) await task.driver.deploy.prepare(task);
+    // Only the boot state is rebuilt: `deploy.prepare` readies a deploy (and insists on instance
+    // images), which a node being cleaned, inspected or rescued may well not have.
     await task.driver.deploy.takeOver(task);
     state.failures.delete(node.uuid);
     done.push(node);
