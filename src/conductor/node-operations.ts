@@ -12,7 +12,7 @@ import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { automatedCleanSteps, BOOT_DEVICES, executeCleanStep, PowerActionFailed, validateCleanSteps } from '../drivers/index.js';
-import type { BootDevice, CleanStepRequest, DriverTask, PowerState } from '../drivers/index.js';
+import type { BootDevice, CleanStepRequest, DriverPort, DriverTask, PowerState } from '../drivers/index.js';
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
@@ -51,6 +51,12 @@ export interface NodeOperationsDeps {
   retry: { attempts: number; intervalMs: number };
   /** This conductor's row id, for `conductor_affinity` when its work leaves boot files here. */
   conductorId?: () => number | undefined;
+  /**
+   * Told when work left a node resting on boot files made here, as of the release that said so
+   * (`conductor_affinity` set, the row's stamp then, the ports the files were made for): the
+   * reconciler then knows them current and does not take over its own node again.
+   */
+  bootStateMade?: (uuid: string, stamp: string, ports: readonly DriverPort[]) => void;
 }
 
 /**
@@ -235,25 +241,45 @@ export class NodeOperations {
    * driver, then `done`, `wait` or `fail` moves it on.
    */
   private async drive(task: NodeTask): Promise<void> {
+    const ports = await this.runSteps(task);
+    await this.releaseOnOwnBootFiles(task, ports);
+  }
+
+  /**
+   * Releases a node whose work left it resting on boot files made here with `conductor_affinity`
+   * naming this conductor, in the same conditional write (the one path that sets affinity, as a
+   * take-over's release does), and tells the reconciler the files are current as of that write.
+   * Any other node is left to the caller's plain release.
+   */
+  private async releaseOnOwnBootFiles(task: NodeTask, ports: readonly DriverPort[] | undefined): Promise<void> {
+    const me = this.deps.conductorId?.();
+    if (me === undefined || ports === undefined || !restsOnOwnBootFiles(task.node.provision_state as ProvisionState)) return;
+    const released = await task.release({ affinity: me });
+    if (released !== null) this.deps.bootStateMade?.(released.uuid, released.stamp, ports);
+  }
+
+  /** The steps of `drive`; returns the ports the last step's driver work saw. */
+  private async runSteps(task: NodeTask): Promise<readonly DriverPort[] | undefined> {
+    let ports: readonly DriverPort[] | undefined;
     for (let steps = 0; steps < 10; steps++) {
       const node = task.node;
       const status: ProvisionStatus = { state: node.provision_state as ProvisionState, target: node.target_provision_state as StableState | null };
       let result: StepResult;
       let error: string | null = null;
       try {
-        result = await this.work(task, status);
+        const driverTask = await this.driverTask(task);
+        ports = driverTask.ports;
+        result = await this.work(task, driverTask, status);
       } catch (err) {
         error = (err as Error).message;
         // A failed adoption leaves the recorded power state meaningless, as Ironic wipes it.
         result = { event: 'fail', ...(status.state === 'adopting' ? { changes: { power_state: null } } : {}) };
       }
       const { event } = result;
-      if (event === null) return;
+      if (event === null) return ports;
       // A step the table refuses is a bug in this file, not the node's fault: fail loudly.
       const next = transition(status, event);
-      const me = this.deps.conductorId?.();
       await task.update({
-        ...(me !== undefined && restsOnOwnBootFiles(next.state) ? { conductor_affinity: me } : {}),
         provision_state: next.state,
         target_provision_state: next.target,
         provision_updated_at: new Date(),
@@ -265,13 +291,13 @@ export class NodeOperations {
         severity: event === 'fail' ? 'ERROR' : 'INFO',
         event: `${status.state} → ${next.state}${error !== null ? `: ${error}` : ''}`,
       });
-      if (event === 'wait' || event === 'fail') return;
+      if (event === 'wait' || event === 'fail') return ports;
     }
+    return ports;
   }
 
   /** The driver work of one intermediate state; a null event for a state that rests. */
-  private async work(task: NodeTask, status: ProvisionStatus): Promise<StepResult> {
-    const driverTask = await this.driverTask(task);
+  private async work(task: NodeTask, driverTask: DriverTask, status: ProvisionStatus): Promise<StepResult> {
     const { driver } = driverTask;
     switch (status.state) {
       case 'verifying':

@@ -4,7 +4,8 @@
  * them, and each node's PXELINUX config must make the right label the default — the instance for
  * `active`, the deploy ramdisk for a node whose ramdisk is to call back or is being cleaned,
  * inspected or rescued. Those need no instance images: without `instance_info` they are taken over
- * all the same.
+ * all the same. And a conductor whose own work left a node booting from its files (a deploy) does
+ * not take that node over again: the release that ended the work set the affinity, once.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -101,6 +102,23 @@ describe('take-over rebuilds the boot state of each provision state', () => {
     for (const node of nodes) expect(activeLabel(node)).toBe('deploy');
     const errors = await store.db.selectFrom('node_history').select('event').where('severity', '=', 'ERROR').execute();
     expect(errors).toEqual([]);
+  });
+
+  it('does not take over its own freshly deployed node: one affinity write, by the deploy', async () => {
+    const [node] = await seedDeployedNodes(store, 1, images, { state: 'available', first: 400, columns: { instance_uuid: null, power_state: 'power off' } });
+    await store.db.updateTable('nodes').set({ boot_interface: null, deploy_interface: null }).where('uuid', '=', node!.uuid).execute();
+    await pass();
+    await conductor.operations.provision(node!.uuid, 'deploy');
+    await Promise.all([...conductor.operations.running]);
+    const deployed = await store.db.selectFrom('nodes').select(['provision_state', 'conductor_affinity', 'reservation', 'updated_at']).where('uuid', '=', node!.uuid).executeTakeFirstOrThrow();
+    expect(deployed).toMatchObject({ provision_state: 'active', conductor_affinity: conductor.id, reservation: null });
+    const report = await pass();
+    expect(report).toMatchObject({ takenOver: 0, failed: 0, pending: 0, owned: 1 });
+    expect((await conductor.metrics.takeovers.get()).values[0]?.value ?? 0).toBe(0);
+    const after = await store.db.selectFrom('nodes').select('updated_at').where('uuid', '=', node!.uuid).executeTakeFirstOrThrow();
+    expect(after.updated_at).toEqual(deployed.updated_at);
+    const events = await store.db.selectFrom('node_history').select('event').where('event', 'like', 'boot state taken over%').execute();
+    expect(events).toEqual([]);
   });
 
   it('takes over an active node without instance images as a failure to retry, not as a deploy ramdisk', async () => {
