@@ -142,6 +142,9 @@ export async function takeOverNodes(
         log.debug({ nodes: tasks.length, ms: steps }, 'take-over batch');
       } catch (err) {
         error ??= { err };
+        // Whatever is still locked of this batch goes back without affinity (its files may not be
+        // durable), and leaves the tracker: a graceful stop must not wait for it.
+        await releaseTasks(store, tasks, { announce: false }).catch(() => undefined);
       }
     })();
   }
