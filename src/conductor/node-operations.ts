@@ -258,7 +258,10 @@ export class NodeOperations {
     if (released !== null) this.deps.bootStateMade?.(released.uuid, released.stamp, ports);
   }
 
-  /** The steps of `drive`; returns the ports the last step's driver work saw. */
+  /**
+   * The steps of `drive`; returns the ports the driver work of the last step that moved the node
+   * saw (undefined when no step moved it: then no work of this drive made its files).
+   */
   private async runSteps(task: NodeTask): Promise<readonly DriverPort[] | undefined> {
     let ports: readonly DriverPort[] | undefined;
     for (let steps = 0; steps < 10; steps++) {
@@ -266,9 +269,10 @@ export class NodeOperations {
       const status: ProvisionStatus = { state: node.provision_state as ProvisionState, target: node.target_provision_state as StableState | null };
       let result: StepResult;
       let error: string | null = null;
+      let stepPorts: readonly DriverPort[] | undefined;
       try {
         const driverTask = await this.driverTask(task);
-        ports = driverTask.ports;
+        stepPorts = driverTask.ports;
         result = await this.work(task, driverTask, status);
       } catch (err) {
         error = (err as Error).message;
@@ -286,6 +290,7 @@ export class NodeOperations {
         ...(error !== null ? { last_error: error } : {}),
         ...result.changes,
       });
+      ports = stepPorts;
       await task.recordHistory({
         eventType: 'provisioning',
         severity: event === 'fail' ? 'ERROR' : 'INFO',
