@@ -161,6 +161,7 @@ export class Conductor {
       drivers: this.drivers,
       logger: this.log,
       conductorId: () => this.conductorId,
+      bootStateMade: (uuid, stamp, ports) => this.reconciler.bootStateMade(uuid, stamp, ports),
       retry: { attempts: config.conductor.node_locked_retry_attempts, intervalMs: config.conductor.node_locked_retry_interval * 1000 },
     });
   }

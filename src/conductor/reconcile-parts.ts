@@ -12,26 +12,16 @@ import type { BootEnvironment } from '../boot/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import type { ImageRef } from '../drivers/fields.js';
 import type { NodeRow } from '../nodes/node-store.js';
+import { CONDUCTOR_BOOT_STATES } from '../nodes/state-machine.js';
 import { WORKING_STATES } from '../nodes/states.js';
 import type { ConductorMetrics } from './metrics.js';
 
 /**
- * Provision states in which a node boots from its conductor's files (the instance for `active` with
- * a network-booted deploy; the deploy ramdisk while it is cleaned, inspected, rescued or waits for
- * its ramdisk to call back).
+ * Provision states in which a node boots from its conductor's files, as the state table says
+ * (`CONDUCTOR_BOOT_STATES`): the instance for `active`, the deploy ramdisk while it is cleaned,
+ * inspected or deployed, the rescue agent while rescued.
  */
-export const BOOT_STATE_STATES: ReadonlySet<string> = new Set([
-  'active',
-  'wait call-back',
-  'clean wait',
-  'inspect wait',
-  'rescue wait',
-  'rescue',
-  'deploying',
-  'cleaning',
-  'inspecting',
-  'rescuing',
-]);
+export const BOOT_STATE_STATES: ReadonlySet<string> = CONDUCTOR_BOOT_STATES;
 
 export const WORKING: ReadonlySet<string> = new Set(WORKING_STATES);
 

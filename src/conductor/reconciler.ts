@@ -108,6 +108,16 @@ export class Reconciler {
     this.pendingTrigger = { reason: reasons, verify: verify || (before?.verify ?? false) };
   }
 
+  /**
+   * Records that this conductor's own node work left `uuid` booting from files made here, as of the
+   * release that set its affinity (`stamp`) with these ports: the next pass finds it current and
+   * leaves it alone instead of taking over its own node again.
+   */
+  bootStateMade(uuid: string, stamp: string, ports: readonly Port[]): void {
+    this.current.set(uuid, fingerprint(stamp, ports));
+    this.failures.delete(uuid);
+  }
+
   /** Resolves with the report of the next pass to finish (triggering one if none is due). */
   nextPass(options: { verify?: boolean } = {}): Promise<PassReport> {
     const done = new Promise<PassReport>((resolve) => this.waiters.push(resolve));
