@@ -9,6 +9,7 @@
 import { sql } from 'kysely';
 import { IronringError } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
+import { isUniqueViolation } from '../db/errors.js';
 
 /** PostgreSQL NOTIFY channel on which membership changes are announced. */
 export const MEMBERSHIP_CHANNEL = 'ironring_conductors';
@@ -111,7 +112,7 @@ export async function registerConductor(store: Store, reg: ConductorRegistration
       id = inserted.id;
     } catch (err) {
       // Another process registered the same hostname between our update and insert.
-      if (/unique|duplicate/i.test(String((err as Error).message))) {
+      if (isUniqueViolation(err)) {
         throw new DuplicateConductor(reg.hostname, await secondsSinceHeartbeat(store, reg.hostname));
       }
       throw err;
@@ -180,7 +181,7 @@ export async function listConductors(store: Store, heartbeatTimeout: number, hos
   let query = store.db
     .selectFrom('conductors')
     .select(['id', 'hostname', 'conductor_group', 'online', 'drivers', 'weight', 'rpc_url', 'created_at', 'updated_at'])
-    .select(sql<boolean | number>`case when ${aliveExpression(store, heartbeatTimeout)} then 1 else 0 end`.as('alive'))
+    .select(store.sqlFlag(aliveExpression(store, heartbeatTimeout)).as('alive'))
     .orderBy('hostname');
   if (hostname !== undefined) query = query.where('hostname', '=', hostname);
   const rows = await query.execute();
@@ -189,7 +190,7 @@ export async function listConductors(store: Store, heartbeatTimeout: number, hos
     hostname: r.hostname,
     conductorGroup: r.conductor_group,
     online: r.online,
-    alive: Number(r.alive) === 1,
+    alive: r.alive,
     drivers: r.drivers,
     weight: r.weight,
     rpcUrl: r.rpc_url,

@@ -20,7 +20,6 @@
 import { Type } from '@fastify/type-provider-typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { sql } from 'kysely';
 import { CellStores } from '../../cells/cell-stores.js';
 import { isCell0, listCells } from '../../cells/cells.js';
 import type { CellMapping } from '../../cells/cells.js';
@@ -210,7 +209,7 @@ export async function computeServerRoutes(app: FastifyInstance, options: Compute
       const rows = await store.db
         .selectFrom('services')
         .select(['id', 'host', 'binary', 'disabled', 'forced_down', 'mapped', 'last_seen_up'])
-        .select(sql<boolean | number>`case when ${liveExpression(store, downTime)} then 1 else 0 end`.as('live'))
+        .select(store.sqlFlag(liveExpression(store, downTime)).as('live'))
         .select((eb) => eb.selectFrom('compute_nodes').select(eb.fn.countAll<number>().as('n')).whereRef('compute_nodes.host', '=', 'services.host').as('nodes'))
         .where('binary', 'in', binaries)
         .orderBy('id')
@@ -222,7 +221,7 @@ export async function computeServerRoutes(app: FastifyInstance, options: Compute
           host: r.host,
           binary: r.binary,
           cell: cell.name,
-          state: Number(r.live) === 1 ? 'up' : 'down',
+          state: r.live ? 'up' : 'down',
           status: r.disabled ? 'disabled' : 'enabled',
           forced_down: r.forced_down,
           host_mapped: r.binary === COMPUTE_BINARY ? hosts.has(r.host) : null,
