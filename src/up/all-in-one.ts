@@ -22,7 +22,7 @@ import { openDatabase } from '../db/connect.js';
 import type { Store } from '../db/connect.js';
 import { migrateDatabase } from '../db/migrate.js';
 import { Conductor } from '../conductor/conductor.js';
-import { injectTransport } from '../api/routes/compute-servers.js';
+import { injectTransport } from '../compute/in-process-transport.js';
 import { CellStores } from '../cells/cell-stores.js';
 import { CELL0_UUID, COMPUTE_BINARY, createCell, findCell, mapCell0 } from '../cells/cells.js';
 import type { CellMapping } from '../cells/cells.js';
