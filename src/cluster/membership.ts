@@ -10,6 +10,8 @@ import { sql } from 'kysely';
 import { IronringError } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
 import { isUniqueViolation } from '../db/errors.js';
+import { replaceInterfaces } from './hardware-interfaces.js';
+import type { HardwareInterfaceRegistration } from './hardware-interfaces.js';
 
 /** PostgreSQL NOTIFY channel on which membership changes are announced. */
 export const MEMBERSHIP_CHANNEL = 'ironring_conductors';
@@ -27,14 +29,6 @@ export class DuplicateConductor extends IronringError {
         'stop it first or start this one with another --host',
     );
   }
-}
-
-/** A hardware interface a conductor can run, as registered in `conductor_hardware_interfaces`. */
-export interface HardwareInterfaceRegistration {
-  hardwareType: string;
-  interfaceType: string;
-  interfaceName: string;
-  default: boolean;
 }
 
 export interface ConductorRegistration {
@@ -137,23 +131,6 @@ async function secondsSinceHeartbeat(store: Store, hostname: string): Promise<nu
   const row = await store.db.selectFrom('conductors').select('updated_at').where('hostname', '=', hostname).executeTakeFirst();
   if (!row) return 0;
   return Math.max(0, ((await store.now()).getTime() - row.updated_at.getTime()) / 1000);
-}
-
-async function replaceInterfaces(store: Store, conductorId: number, interfaces: HardwareInterfaceRegistration[]): Promise<void> {
-  await store.db.deleteFrom('conductor_hardware_interfaces').where('conductor_id', '=', conductorId).execute();
-  if (interfaces.length === 0) return;
-  await store.db
-    .insertInto('conductor_hardware_interfaces')
-    .values(
-      interfaces.map((i) => ({
-        conductor_id: conductorId,
-        hardware_type: i.hardwareType,
-        interface_type: i.interfaceType,
-        interface_name: i.interfaceName,
-        default: i.default,
-      })),
-    )
-    .execute();
 }
 
 /**
