@@ -6,8 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Insertable, Selectable } from 'kysely';
-import { NodeNotFound } from '../cluster/errors.js';
-import { Conflict, InvalidParameter } from '../common/errors.js';
+import { Conflict, InvalidParameter, NodeNotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
 import { uniqueViolation as engineUniqueViolation } from '../db/errors.js';
 import type { NodesTable } from '../db/schema.js';
