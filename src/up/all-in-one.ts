@@ -22,6 +22,8 @@ import { openDatabase } from '../db/connect.js';
 import type { Store } from '../db/connect.js';
 import { migrateDatabase } from '../db/migrate.js';
 import { Conductor } from '../conductor/conductor.js';
+import { callRpc } from '../conductor/rpc.js';
+import type { LocalConductor } from '../api/conductor-router.js';
 import { injectTransport } from '../compute/in-process-transport.js';
 import { CellStores } from '../cells/cell-stores.js';
 import { CELL0_UUID, COMPUTE_BINARY, createCell, findCell, mapCell0 } from '../cells/cells.js';
@@ -117,7 +119,8 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     await mapCell0(apiStore, cells, config.api_database.url);
     const cell = await ensureCell(apiStore, cells, config.compute.cell, config.database.url, logger);
     if (lock.previous) await takeBackRows(lock.previous, { store, apiStore, cells }, logger);
-    app = buildApi({ store, config, logger, compute: { api: apiStore, cells } });
+    // Nodes this process's conductor owns are called in-process; other owners over authenticated RPC.
+    app = buildApi({ store, config, logger, compute: { api: apiStore, cells }, localConductor: () => (conductor ? localCalls(conductor) : null) });
     const apiUrl = await listenApi(app, config.api.address);
     logger.info({ url: apiUrl }, 'API listening');
     const started = new Conductor({ store, config, logger, optionalServers: defaults });
@@ -161,6 +164,15 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     await stop();
     throw err;
   }
+}
+
+/** The conductor of this process as the API calls it: its RPC actions, without HTTP. */
+function localCalls(conductor: Conductor): LocalConductor {
+  return {
+    hostname: conductor.hostname,
+    // The operations are read at each call: the conductor may rebuild them when it (re)starts.
+    call: (method, action, uuid, body) => callRpc(conductor.operations, method, action, uuid, body),
+  };
 }
 
 /** How RPC callers authenticate, for the start-up summary. */

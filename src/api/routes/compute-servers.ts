@@ -31,8 +31,6 @@ import { serverView } from '../../compute/instances.js';
 import { deleteServer, findServer, listComputeNodes, listServers, listServiceStates } from '../../compute/servers.js';
 import { scheduleServer } from '../../scheduler/schedule.js';
 
-export type { ComputeStores };
-
 export interface ComputeRouteOptions {
   config: Config;
   logger: Logger;
