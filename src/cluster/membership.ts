@@ -153,6 +153,20 @@ export async function markOffline(store: Store, conductorId: number, hostname: s
   await store.notify(MEMBERSHIP_CHANNEL, `offline:${hostname}`);
 }
 
+/**
+ * Marks a crashed predecessor's conductor row offline at once — only while the row still is the one
+ * that process registered (same id, hostname and RPC address), so a row another conductor took since
+ * is never touched. The caller must know the predecessor is gone (`ironring up`'s lock file names a
+ * dead process). True when released.
+ */
+export async function releaseConductorOfDeadInstance(store: Store, row: { id: number; hostname: string; rpcUrl: string | null }): Promise<boolean> {
+  let query = store.db.updateTable('conductors').set({ online: false }).where('id', '=', row.id).where('hostname', '=', row.hostname);
+  query = row.rpcUrl === null ? query.where('rpc_url', 'is', null) : query.where('rpc_url', '=', row.rpcUrl);
+  if (Number((await query.executeTakeFirst()).numUpdatedRows) === 0) return false;
+  await store.notify(MEMBERSHIP_CHANNEL, `offline:${row.hostname}`).catch(() => undefined);
+  return true;
+}
+
 /** Every conductor row with its liveness by the database clock, ordered by hostname. */
 export async function listConductors(store: Store, heartbeatTimeout: number, hostname?: string): Promise<ConductorState[]> {
   let query = store.db

@@ -33,7 +33,7 @@ import { databaseKey } from '../cells/cell-stores.js';
 import { BaremetalClient } from '../compute/baremetal-client.js';
 import { ComputeService } from '../compute/compute-service.js';
 import { SCHEDULER_BINARY, releaseServiceOfDeadInstance, serviceInstance } from '../compute/services.js';
-import { MEMBERSHIP_CHANNEL } from '../cluster/membership.js';
+import { releaseConductorOfDeadInstance } from '../cluster/membership.js';
 import { InstanceLock } from './instance-lock.js';
 import type { InstanceRecord, InstanceRows } from './instance-lock.js';
 import { schedulerFromConfig } from '../scheduler/process.js';
@@ -207,13 +207,7 @@ async function takeBackRows(previous: InstanceRecord, { store, apiStore, cells }
   };
   const { conductor, compute, scheduler } = previous;
   if (conductor) {
-    await attempt(`conductor ${conductor.hostname}`, async () => {
-      let q = store.db.updateTable('conductors').set({ online: false }).where('id', '=', conductor.id).where('hostname', '=', conductor.hostname);
-      q = conductor.rpcUrl === null ? q.where('rpc_url', 'is', null) : q.where('rpc_url', '=', conductor.rpcUrl);
-      if (Number((await q.executeTakeFirst()).numUpdatedRows) === 0) return false;
-      await store.notify(MEMBERSHIP_CHANNEL, `offline:${conductor.hostname}`).catch(() => undefined);
-      return true;
-    });
+    await attempt(`conductor ${conductor.hostname}`, () => releaseConductorOfDeadInstance(store, conductor));
   }
   if (compute) {
     await attempt(`compute service ${compute.host}`, async () =>
