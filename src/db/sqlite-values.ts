@@ -37,7 +37,12 @@ const CONVERTER_INDEX: Readonly<Record<ColumnKind, number>> = { flag: 0, timesta
  * Temporary, so it lives in this connection only and no migration or other process sees it.
  */
 const FLAG_TABLE = 'flag_values';
-const KINDS: Readonly<Record<string, Readonly<Record<string, ColumnKind>>>> = { ...COLUMN_KINDS, [FLAG_TABLE]: { value: 'flag' } };
+/** `table.column` → kind, for every column that needs converting. */
+const KINDS: ReadonlyMap<string, ColumnKind> = new Map(
+  Object.entries({ ...COLUMN_KINDS, [FLAG_TABLE]: { value: 'flag' } }).flatMap(([table, columns]) =>
+    Object.entries(columns as Record<string, ColumnKind>).map(([column, kind]) => [`${table}.${column}`, kind] as const),
+  ),
+);
 
 /** What SQLite says a result column is: its name, and the table column it comes from (if any). */
 interface ResultColumn {
@@ -49,7 +54,7 @@ interface ResultColumn {
 /** How a result column is converted: the index into `CONVERTERS`, or -1 for as stored. */
 function converterIndex(c: ResultColumn): number {
   if (c.table === null || c.column === null) return -1;
-  const kind = KINDS[c.table]?.[c.column];
+  const kind = KINDS.get(`${c.table}.${c.column}`);
   return kind === undefined ? -1 : CONVERTER_INDEX[kind];
 }
 
