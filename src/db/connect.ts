@@ -164,10 +164,14 @@ function openSqlite(target: Extract<DatabaseTarget, { engine: 'sqlite' }>, optio
   };
 }
 
-/** int8 (counts, sums) as a JS number; ids are `serial` (int4), so nothing here nears 2**53. */
+/**
+ * Numbers as JS numbers, as SQLite gives them: int8 (counts, sums) and numeric (averages, sums of
+ * int8). Ids are `serial` (int4) and nothing stored nears 2**53, so no precision is lost here.
+ */
+const PG_NUMBER_TYPES: ReadonlySet<number> = new Set([20, 1700]);
 const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === 20 && format !== 'binary') return (value: string) => Number(value);
+    if (PG_NUMBER_TYPES.has(oid) && format !== 'binary') return (value: string) => Number(value);
     return pg.types.getTypeParser(oid, format);
   },
 } as pg.CustomTypesConfig;

@@ -51,6 +51,20 @@ describe.each(engines)('values and errors read the same on %s', (engine) => {
     expect(row.maintenance).toBe(2);
   });
 
+  it('aggregates read as numbers on both engines', async () => {
+    const { store } = db;
+    await addNode('00000000-0000-4000-8000-000000000008', 'n8');
+    await addNode('00000000-0000-4000-8000-000000000009', 'n9');
+    const row = await store.db
+      .selectFrom('nodes')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.sum<number>('id').as('total'), eb.fn.avg<number>('id').as('mean')])
+      .executeTakeFirstOrThrow();
+    expect(row.n).toBe(2);
+    expect(typeof row.total).toBe('number');
+    expect(typeof row.mean).toBe('number');
+    expect(row.mean).toBe(row.total / 2);
+  });
+
   it('a conductor reads as alive while its heartbeat is fresh, as a boolean', async () => {
     await registerConductor(db.store, { hostname: 'c1', group: '', drivers: ['fake-hardware'] }, 60);
     const [c1] = await listConductors(db.store, 60);
