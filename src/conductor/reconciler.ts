@@ -18,6 +18,8 @@ import { SerialWork } from '../common/serial-work.js';
 import type { RunCause } from '../common/serial-work.js';
 import { NODES_CHANNEL } from '../cluster/task.js';
 import { BATCH, BOOT_STATE_STATES, bootImages, chunks, fingerprint, pool, stampColumn, WORKING } from './reconcile-parts.js';
+import { NodeMemory } from './reconcile-memory.js';
+import type { MemoryUpdates } from './reconcile-memory.js';
 import { takeOverNodes } from './take-over.js';
 import type { NodeBrief, PassReport, Port, ReconcilerOptions } from './reconcile-parts.js';
 
@@ -26,16 +28,8 @@ export { BOOT_STATE_STATES } from './reconcile-parts.js';
 export type { PassReport, ReconcilerOptions } from './reconcile-parts.js';
 
 export class Reconciler {
-  /** Fingerprint of each owned node whose boot state this process made current. */
-  private readonly current = new Map<string, string>();
-  /** Stamp of each replica node as of its last pre-cache, by uuid. */
-  private readonly cached = new Map<string, string>();
-  /** Image fields (as stored) of each replica node as of its last pre-cache, by uuid. */
-  private readonly cachedImages = new Map<string, string>();
-  /** Nodes whose take-over failed: retried with exponential backoff while their inputs are unchanged. */
-  private readonly failures = new Map<string, { fp: string; count: number; until: number }>();
-  /** When a node directory with no node in the database was first seen. */
-  private readonly orphanSince = new Map<string, number>();
+  /** What this process remembers per node between passes (shared with the take-over). */
+  private readonly memory = new NodeMemory();
   /** Runs the passes: one at a time, asks coalesced, the periodic pass, retries with back-off. */
   private work: SerialWork | null = null;
   private pendingTrigger: { reason: string; verify: boolean } | null = null;
@@ -129,7 +123,7 @@ export class Reconciler {
     this.waiters = [];
     for (const wake of waiters) wake(report);
     if (report.pending > 0 || report.awaitingNewOwner > 0) this.scheduleRetry(this.options.retryMs ?? 500);
-    else if (report.backingOff > 0) this.scheduleRetry(Math.max(100, Math.min(...[...this.failures.values()].map((f) => f.until)) - Date.now()));
+    else if (report.backingOff > 0) this.scheduleRetry(Math.max(100, (this.memory.nextRetryAt() ?? Infinity) - Date.now()));
   }
 
   private scheduleRetry(ms: number): void {
@@ -244,7 +238,7 @@ export class Reconciler {
           continue;
         }
         if (!needs) {
-          this.current.delete(node.uuid);
+          this.memory.forgetCurrent(node.uuid);
           // Left-overs of a node that no longer boots from the network (a crash between steps).
           if (disk.has(node.uuid) && node.reservation === null) cleanUp.push(node.uuid);
           continue;
@@ -255,9 +249,9 @@ export class Reconciler {
           continue;
         }
         const fp = fingerprint(node.stamp, nodePorts);
-        if (!verify && node.conductor_affinity === me && this.current.get(node.uuid) === fp) continue;
+        if (!verify && node.conductor_affinity === me && this.memory.current(node.uuid) === fp) continue;
         fingerprints.set(node.id, fp);
-        const failure = this.failures.get(node.uuid);
+        const failure = this.memory.failure(node.uuid);
         if (failure && failure.fp === fp && Date.now() < failure.until) {
           report.backingOff += 1;
           continue;
@@ -265,15 +259,14 @@ export class Reconciler {
         takeOver.push(node);
         continue;
       }
-      this.current.delete(node.uuid);
-      this.failures.delete(node.uuid);
+      this.memory.forgetCurrent(node.uuid);
+      this.memory.clearFailure(node.uuid);
       const replica = replicas.includes(this.options.hostname);
       if (replica) report.replicated += 1;
       if (replica && needs && boot) {
-        if (verify || this.cached.get(node.uuid) !== node.stamp) precache.push(node);
+        if (verify || this.memory.cachedStamp(node.uuid) !== node.stamp) precache.push(node);
       } else {
-        this.cached.delete(node.uuid);
-        this.cachedImages.delete(node.uuid);
+        this.memory.forgetCached(node.uuid);
       }
       if (disk.has(node.uuid)) {
         // Keep serving until the new owner has taken over; then the files here are stale.
@@ -284,20 +277,22 @@ export class Reconciler {
 
     // Directories of nodes not in this group's list: deleted nodes, or nodes moved to another group.
     const now = Date.now();
+    const orphans: MemoryUpdates = { forgetCurrent: [], forgetFailures: [], forgetCached: [], orphansSeen: [], forgetOrphans: [] };
     for (const uuid of disk) {
       if (known.has(uuid)) {
-        this.orphanSince.delete(uuid);
+        orphans.forgetOrphans.push(uuid);
         continue;
       }
-      const since = this.orphanSince.get(uuid) ?? now;
-      this.orphanSince.set(uuid, since);
+      const since = this.memory.orphanSince(uuid) ?? now;
+      if (this.memory.orphanSince(uuid) === undefined) orphans.orphansSeen.push({ uuid, since });
       if (now - since >= (this.options.orphanGraceMs ?? 60_000)) cleanUp.push(uuid);
     }
-    for (const uuid of this.orphanSince.keys()) if (!disk.has(uuid)) this.orphanSince.delete(uuid);
+    for (const uuid of this.memory.orphans()) if (!disk.has(uuid)) orphans.forgetOrphans.push(uuid);
+    this.memory.apply(orphans);
 
     lap('read');
     if (takeOver.length > 0) {
-      const state = { options: this.options, log: this.log, stopped: () => this.stopped, current: this.current, failures: this.failures };
+      const state = { options: this.options, log: this.log, stopped: () => this.stopped, memory: this.memory };
       await takeOverNodes(state, takeOver, fingerprints, ports, me, report);
     }
     for (const node of resume) {
@@ -344,8 +339,8 @@ export class Reconciler {
         if (this.stopped) return;
         const raw = `${row.di}\n${row.ii}`;
         const stamp = stamps.get(row.id) ?? '';
-        if (!verify && this.cachedImages.get(row.uuid) === raw) {
-          this.cached.set(row.uuid, stamp);
+        if (!verify && this.memory.cachedImages(row.uuid) === raw) {
+          this.memory.markCached(row.uuid, stamp);
           return;
         }
         try {
@@ -354,8 +349,7 @@ export class Reconciler {
           let fill = done.get(key);
           if (!fill) done.set(key, (fill = boot.precache(images).then(() => undefined)));
           await fill;
-          this.cached.set(row.uuid, stamp);
-          this.cachedImages.set(row.uuid, raw);
+          this.memory.markCached(row.uuid, stamp, raw);
           report.precached += 1;
           metrics.precaches.inc();
         } catch (err) {
@@ -369,8 +363,7 @@ export class Reconciler {
         if (this.stopped) return;
         try {
           const changes = await boot.cleanUp({ uuid });
-          this.current.delete(uuid);
-          this.orphanSince.delete(uuid);
+          this.memory.cleanedUp(uuid);
           if (changes.removed.length + changes.written.length > 0) {
             report.cleanedUp += 1;
             metrics.cleanups.inc();

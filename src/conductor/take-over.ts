@@ -26,16 +26,15 @@ import { WAITING_STATES } from '../nodes/states.js';
 import type { ProvisionState, StableState } from '../nodes/states.js';
 import { BATCH, chunks, fingerprint, pool, stampColumn } from './reconcile-parts.js';
 import type { NodeBrief, PassReport, Port, ReconcilerOptions } from './reconcile-parts.js';
+import type { NodeMemory } from './reconcile-memory.js';
 
 /** The reconciler's state a take-over reads and updates. */
 export interface TakeOverState {
   options: ReconcilerOptions;
   log: Logger;
   stopped: () => boolean;
-  /** Fingerprint of each owned node whose boot state this process made current. */
-  current: Map<string, string>;
-  /** Nodes whose take-over failed, with their backoff. */
-  failures: Map<string, { fp: string; count: number; until: number }>;
+  /** Per-node memory: what is current here, and the back-off of failed take-overs. */
+  memory: NodeMemory;
 }
 
 interface Failure {
@@ -165,14 +164,10 @@ async function buildOne(
     const task = state.options.drivers().bind({ node, ports: nodePorts, logger: state.log.child({ node: node.uuid }) });
     if (!DEPLOY_RAMDISK_STATES.has(node.provision_state)) await task.driver.deploy.prepare(task);
     await task.driver.deploy.takeOver(task);
-    state.failures.delete(node.uuid);
+    state.memory.clearFailure(node.uuid);
     done.push(node);
   } catch (err) {
-    state.current.delete(node.uuid);
-    const fp = fingerprints.get(node.id) ?? '';
-    const before = state.failures.get(node.uuid);
-    const count = before && before.fp === fp ? before.count + 1 : 1;
-    state.failures.set(node.uuid, { fp, count, until: Date.now() + Math.min(60_000, 1000 * 2 ** (count - 1)) });
+    const count = state.memory.recordFailure(node.uuid, fingerprints.get(node.id) ?? '');
     failed.push({ node, error: (err as Error).message, first: count === 1, count });
   }
 }
@@ -208,7 +203,7 @@ async function finishBatch(
       .returning(['id', 'uuid', stampColumn])
       .execute();
     // Remember each node as of this write: the next pass skips it unless someone changes it.
-    for (const row of updated) state.current.set(row.uuid, fingerprint(row.stamp, ctx.ports.get(row.id) ?? []));
+    for (const row of updated) state.memory.markCurrent(row.uuid, fingerprint(row.stamp, ctx.ports.get(row.id) ?? []));
     confirmed = updated.length;
     if (confirmed < done.length) {
       // Our lock was taken away meanwhile (judged dead?): those nodes are not ours yet; try again.
@@ -296,7 +291,7 @@ async function failWaitingNode(state: TakeOverState, f: Failure): Promise<string
     .where('provision_state', '=', from)
     .executeTakeFirst();
   if (Number(updated.numUpdatedRows) === 0) return null;
-  state.failures.delete(node.uuid);
-  state.current.delete(node.uuid);
+  state.memory.clearFailure(node.uuid);
+  state.memory.forgetCurrent(node.uuid);
   return `${from} → ${next.state}: ${error}`;
 }
