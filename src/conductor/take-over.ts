@@ -24,9 +24,12 @@ import type { NodeRow } from '../nodes/node-store.js';
 import { transition } from '../nodes/state-machine.js';
 import { WAITING_STATES } from '../nodes/states.js';
 import type { ProvisionState, StableState } from '../nodes/states.js';
-import { BATCH, chunks, fingerprint, pool, stampColumn } from './reconcile-parts.js';
-import type { NodeBrief, PassReport, Port, ReconcilerOptions } from './reconcile-parts.js';
+import { fingerprint, stampColumn } from './reconcile-inputs.js';
+import type { NodeBrief, Port } from './reconcile-inputs.js';
 import type { NodeMemory } from './reconcile-memory.js';
+import type { ReconcilerOptions } from './reconcile-options.js';
+import type { PassReport } from './reconcile-report.js';
+import { BATCH, chunks, pool } from './work-pool.js';
 
 /** The reconciler's state a take-over reads and updates. */
 export interface TakeOverState {
