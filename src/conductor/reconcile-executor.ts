@@ -35,7 +35,7 @@ export async function executePlan(
   }
   await resumeStranded(ctx, plan.resume.map((n) => n.uuid), report);
   lap('takeOver');
-  if (ctx.options.boot()) {
+  if (ctx.options.boot) {
     await precacheNodes(ctx, plan.precache, pass.verify, report);
     lap('precache');
     await cleanUp(ctx, plan.cleanUp, report);
@@ -69,7 +69,7 @@ async function resumeStranded(ctx: ExecutorContext, uuids: readonly string[], re
 /** Removes local boot state; counts only clean-ups that removed or rewrote something. */
 async function cleanUp(ctx: ExecutorContext, uuids: readonly string[], report: PassReport): Promise<void> {
   const { options, memory } = ctx;
-  const boot = options.boot();
+  const { boot } = options;
   if (!boot) return;
   await pool(uuids, options.workers, async (uuid) => {
     if (ctx.stopped()) return;

@@ -17,9 +17,9 @@ export interface ReconcilerOptions {
   /** The conductor's row id (set once registered). */
   conductorId: () => number;
   view: ClusterView;
-  drivers: () => DriverRegistry;
+  drivers: DriverRegistry;
   /** This conductor's boot environment; without one, only affinity and in-flight work are handled. */
-  boot: () => BootEnvironment | undefined;
+  boot: BootEnvironment | undefined;
   tracker: TaskTracker;
   /**
    * Takes over a working state a departed conductor left behind: resumes it, or fails it where

@@ -36,7 +36,7 @@ export function bootImages(node: Pick<NodeRow, 'driver_info' | 'instance_info'>)
 /** Fetches the images of the replica nodes the plan names (each image set once), counting into `report`. */
 export async function precacheNodes(ctx: ExecutorContext, nodes: readonly NodeBrief[], verify: boolean, report: PassReport): Promise<void> {
   const { options, memory, log } = ctx;
-  const boot = options.boot();
+  const { boot } = options;
   if (!boot) return;
   // The image fields as the database stores them (text, not parsed): most stamp changes are
   // take-overs elsewhere, which leave the images alone — those nodes cost a string compare.

@@ -164,7 +164,7 @@ export class Reconciler {
     const ring = view.rings.tryRing(group);
     const report = emptyReport(trigger, verify, view.version);
     const clock = phaseClock(report);
-    const boot = this.options.boot();
+    const { boot } = this.options;
     const reads = await readPassInputs(store, group, boot);
     report.nodes = reads.nodes.length;
     const plan = planPass({

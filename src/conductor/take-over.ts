@@ -82,7 +82,7 @@ export async function takeOverNodes(
   // Names of previous holders, departed ones included, for the history.
   const hostById = new Map((await store.db.selectFrom('conductors').select(['id', 'hostname']).execute()).map((c) => [c.id, c.hostname]));
   const version = options.view.version;
-  const boot = options.boot();
+  const { boot } = options;
 
   /** Steps 3–4 of the batch before, still running: each batch's finish waits for the previous one. */
   let finishing: Promise<void> = Promise.resolve();
@@ -164,7 +164,7 @@ async function buildOne(
     return;
   }
   try {
-    const task = state.options.drivers().bind({ node, ports: nodePorts, logger: state.log.child({ node: node.uuid }) });
+    const task = state.options.drivers.bind({ node, ports: nodePorts, logger: state.log.child({ node: node.uuid }) });
     if (!DEPLOY_RAMDISK_STATES.has(node.provision_state)) await task.driver.deploy.prepare(task);
     await task.driver.deploy.takeOver(task);
     state.memory.clearFailure(node.uuid);

@@ -130,8 +130,8 @@ describe('reconciler decisions (in process, SQLite)', () => {
       group: '',
       conductorId: () => me,
       view,
-      drivers: () => drivers,
-      boot: () => boot as unknown as ReturnType<ReconcilerOptions['boot']>,
+      drivers,
+      boot: boot as unknown as ReconcilerOptions['boot'],
       tracker: new TaskTracker(),
       resume: async (uuid) => {
         hx.resumed.push(uuid);
