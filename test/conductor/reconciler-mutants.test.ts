@@ -237,6 +237,24 @@ describe('reconciler decisions (in process, SQLite)', () => {
     expect(h.precached).toBe(2);
   });
 
+  it('fetches an image set shared by replica nodes once, and not again for a node whose images did not change', async () => {
+    const images = (kernel: string) => ({ driver_info: JSON.stringify({ deploy_kernel: kernel, deploy_kernel_checksum: 'k1', deploy_ramdisk: 'file:///r', deploy_ramdisk_checksum: 'r1' }) });
+    const a = uuidWhere('c2', ME);
+    const b = uuidWhere('c2', ME);
+    await h.addNode(a, { provision_state: 'active', ...images('file:///k') });
+    await h.addNode(b, { provision_state: 'active', ...images('file:///k') });
+    expect(await pass()).toMatchObject({ replicated: 2, precached: 2 });
+    expect(h.precached).toBe(1);
+    // A new stamp (a take-over elsewhere, say) with the same images: compared, not fetched.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await h.store.db.updateTable('nodes').set({ updated_at: h.store.sqlNow() }).where('uuid', '=', a).execute();
+    expect(await pass()).toMatchObject({ precached: 0 });
+    expect(h.precached).toBe(1);
+    await h.store.db.updateTable('nodes').set({ ...images('file:///k2'), updated_at: h.store.sqlNow() } as never).where('uuid', '=', a).execute();
+    expect(await pass()).toMatchObject({ precached: 1 });
+    expect(h.precached).toBe(2);
+  });
+
   it('takes over an owned network-booted node within the pass, skips it while current, re-checks it on verify', async () => {
     const owned = uuidWhere(ME);
     await h.addNode(owned, { provision_state: 'active' });
