@@ -246,10 +246,13 @@ describe('reconciler decisions (in process, SQLite)', () => {
     expect(await pass()).toMatchObject({ replicated: 2, precached: 2 });
     expect(h.precached).toBe(1);
     // A new stamp (a take-over elsewhere, say) with the same images: compared, not fetched.
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // SQLite stamps to the millisecond: each write waits a little so that it gets a stamp of its own.
+    const later = () => new Promise((resolve) => setTimeout(resolve, 5));
+    await later();
     await h.store.db.updateTable('nodes').set({ updated_at: h.store.sqlNow() }).where('uuid', '=', a).execute();
     expect(await pass()).toMatchObject({ precached: 0 });
     expect(h.precached).toBe(1);
+    await later();
     await h.store.db.updateTable('nodes').set({ ...images('file:///k2'), updated_at: h.store.sqlNow() } as never).where('uuid', '=', a).execute();
     expect(await pass()).toMatchObject({ precached: 1 });
     expect(h.precached).toBe(2);
