@@ -213,8 +213,8 @@ export class Conductor {
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     const boot = this.boot;
     this.metrics.watchTftp(() => boot.tftpStats());
-    this.parts = this.buildParts(boot);
     try {
+      this.parts = this.buildParts(boot);
       await this.startMembership();
     } catch (err) {
       await this.boot.close();
