@@ -4,24 +4,18 @@
  * options' `resume`), the replica pre-caching (`reconcile-precache.ts`), the clean-ups. Each step
  * stops between nodes once the reconciler stops; the report counts what was done.
  */
-import type { Logger } from '../common/logger.js';
 import type { Port } from './reconcile-inputs.js';
-import type { NodeMemory } from './reconcile-memory.js';
-import type { ReconcilerOptions } from './reconcile-options.js';
 import type { PassPlan } from './reconcile-plan.js';
 import { precacheNodes } from './reconcile-precache.js';
 import type { Phase, PassReport } from './reconcile-report.js';
 import { takeOverNodes } from './take-over.js';
+import type { TakeOverState } from './take-over.js';
 import { pool } from './work-pool.js';
 
-/** What the executor works with: the reconciler's options, logger, memory, and whether it is stopping. */
-export interface ExecutorContext {
-  options: ReconcilerOptions;
-  log: Logger;
-  memory: NodeMemory;
-  stopped: () => boolean;
-}
+/** The reconciler's options, logger and node memory, and whether it is stopping: what a take-over works with too. */
+export type ExecutorContext = TakeOverState;
 
+/** Carries `plan` out, counting into the pass's report and timing its phases. */
 export async function executePlan(
   ctx: ExecutorContext,
   plan: PassPlan,
