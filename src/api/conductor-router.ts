@@ -7,11 +7,10 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { rpcClientCa, rpcClientCredentials } from '../auth/rpc-auth.js';
 import type { RpcCredentials } from '../auth/rpc-auth.js';
-import { ownerLookup } from '../cluster/placement.js';
-import { conductorRingOptions } from '../cluster/ring-options.js';
+import { nodeOwners } from '../cluster/conductor-rings.js';
+import type { ConductorRings } from '../cluster/conductor-rings.js';
 import { IronringError, NoLiveConductor } from '../common/errors.js';
 import type { Config } from '../config/options.js';
-import type { Store } from '../db/connect.js';
 import type { NodeRow } from '../nodes/node-store.js';
 
 /** An error a conductor answered with, passed on with the same status and message. */
@@ -30,16 +29,16 @@ export class ConductorRouter {
   private ca: { value: Buffer | undefined } | undefined;
 
   constructor(
-    private readonly store: Store,
     private readonly config: Config,
+    private readonly rings: ConductorRings,
   ) {
     this.credentials = rpcClientCredentials(config);
   }
 
   /** Calls `method /v1/rpc/nodes/<uuid>/<action>` on the node's owner; resolves to its JSON answer. */
   async call<T>(node: Pick<NodeRow, 'uuid' | 'conductor_group'>, method: 'GET' | 'POST', action: string, body?: unknown): Promise<T> {
-    const { conductor } = this.config;
-    const lookup = await ownerLookup(this.store, { heartbeatTimeout: conductor.heartbeat_timeout, ring: conductorRingOptions(conductor) });
+    // Membership read afresh: an operation is never sent to a conductor that left a second ago.
+    const lookup = nodeOwners(await this.rings.fresh());
     const owner = lookup.owner(node);
     if (owner === null) {
       throw new NoLiveConductor(`no live conductor in group ${JSON.stringify(node.conductor_group)} can manage node ${node.uuid}; start one or check the conductors with \`ironring conductor list\``);

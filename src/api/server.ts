@@ -1,10 +1,12 @@
 /**
- * The HTTP API process: builds the fastify app (version discovery, health, and the resource routes
- * later issues add) and binds it, turning bind failures into one-line `ListenError`s.
+ * The HTTP API process: builds the fastify app (authentication, version discovery, health, metrics,
+ * the Ironic resource routes and the compute routes) and binds it, turning bind failures into
+ * one-line `ListenError`s.
  */
 import swagger from '@fastify/swagger';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { conductorRings } from '../cluster/conductor-rings.js';
 import { listenFastify } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
@@ -83,15 +85,25 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 
+  // The conductors' rings, read when a request needs them: on PostgreSQL kept for at most a second
+  // and dropped at once on every membership notification; without notifications (SQLite), read
+  // for each request, which there costs microseconds.
+  const rings = conductorRings(store, config.conductor, {
+    logger: logger.child({ component: 'api' }),
+    pollIntervalMs: 0,
+    maxAgeMs: store.engine === 'postgres' ? 1000 : 0,
+  });
+  app.addHook('onClose', () => rings.stop());
+
   // Routes live in a plugin registered after @fastify/swagger, which records routes as they are added.
   void app.register(async (api) => {
     rootRoutes(api, { publicEndpoint: config.api.public_endpoint });
     healthRoutes(api, store);
-    metricsRoutes(api, { store, config });
+    metricsRoutes(api, { store, config, rings });
     conductorRoutes(api, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint, maxLimit: config.api.max_limit });
-    ringRoutes(api, { store, config });
-    nodeRoutes(api, { store, config, drivers });
-    nodeActionRoutes(api, { store, config, router: new ConductorRouter(store, config) });
+    ringRoutes(api, { store, config, rings });
+    nodeRoutes(api, { store, config, drivers, rings });
+    nodeActionRoutes(api, { store, config, rings, router: new ConductorRouter(config, rings) });
     nodeValidateRoutes(api, { store, drivers });
     driverRoutes(api, { store, config, drivers });
     portRoutes(api, { store, config });

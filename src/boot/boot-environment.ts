@@ -104,6 +104,8 @@ export class BootEnvironment {
   private readonly dhcp: DhcpOptions | undefined;
   // Per-node chain: two calls for one node never interleave their writes, even without the node lock.
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** File-system flushes `batch` has run: one per batch that changed something on disk. */
+  flushes = 0;
 
   constructor(private readonly options: BootEnvironmentOptions) {
     this.roots = { tftpRoot: options.tftpRoot, httpRoot: options.httpRoot };
@@ -156,17 +158,32 @@ export class BootEnvironment {
     } finally {
       if (context.wrote && (this.options.durable ?? true)) {
         const paths = [this.options.tftpRoot, this.options.httpRoot, this.options.masterPath].filter((p): p is string => p !== undefined);
+        this.flushes += 1;
         await syncFileSystems(paths).catch((err: unknown) => this.options.logger?.warn({ err: (err as Error).message }, 'could not flush boot files to disk'));
       }
     }
   }
 
-  /** Write options for the current call: no fsync inside a batch. */
+  /** Write options for the current call: no fsync inside a batch (the batch flushes once at its end). */
   private writeOptions(): WriteOptions {
+    return batchContext.getStore() === undefined ? this.write : { ...this.write, durable: false };
+  }
+
+  /**
+   * Runs one node's change and tells the enclosing batch, if any, whether anything on disk changed:
+   * only then does the batch flush the file systems. A change that failed part-way may have written
+   * files without fsync, so it counts as a change too.
+   */
+  private async changing(fn: () => Promise<BootChanges>): Promise<BootChanges> {
     const context = batchContext.getStore();
-    if (context === undefined) return this.write;
-    context.wrote = true;
-    return { ...this.write, durable: false };
+    try {
+      const changes = await fn();
+      if (context !== undefined && changes.written.length + changes.removed.length > 0) context.wrote = true;
+      return changes;
+    } catch (err) {
+      if (context !== undefined) context.wrote = true;
+      throw err;
+    }
   }
 
   /** What `prepare` would make of these inputs (validated and rendered, nothing read or written). */
@@ -183,7 +200,7 @@ export class BootEnvironment {
    */
   async prepare(node: BootNode, ports: readonly BootPort[], images: BootImages): Promise<BootChanges> {
     const spec = this.spec(node, ports, images);
-    return this.serial(spec.uuid, () => this.apply(spec));
+    return this.changing(() => this.serial(spec.uuid, () => this.apply(spec)));
   }
 
   /**
@@ -193,7 +210,7 @@ export class BootEnvironment {
   async cleanUp(node: Pick<BootNode, 'uuid'>, ports: readonly BootPort[] = []): Promise<BootChanges> {
     const uuid = normalizeUuid(node.uuid);
     const given = ports.map((p, i) => normalizeMac(p.address, `ports[${i}].address`));
-    return this.serial(uuid, async () => {
+    return this.changing(() => this.serial(uuid, async () => {
       const changes: BootChanges = { uuid, written: [], removed: [] };
       const macs = [...new Set([...given, ...(await this.recordedMacs(uuid))])];
       await this.removeLinks(uuid, macs, new Set(), changes);
@@ -206,7 +223,7 @@ export class BootEnvironment {
       }
       for (const dir of this.nodeDirs(uuid)) await this.removeDir(dir, changes);
       return changes;
-    });
+    }));
   }
 
   /** Compares the disk with what `prepare` would write; with `verifyChecksums` (default) images are re-hashed. */

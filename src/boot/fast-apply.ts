@@ -9,18 +9,13 @@
  * Returns null (having changed nothing) whenever the case is not the common one; the caller then
  * takes the general asynchronous path. Writes are atomic (temp file renamed into place) like there.
  */
-import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
 import type { Stats } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { sameFile } from './atomic-fs.js';
+import { dirname } from 'node:path';
+import { sameFile, tempPathFor } from './atomic-fs.js';
 import type { WriteOptions } from './atomic-fs.js';
 import type { NodeSpec } from './node-spec.js';
 import { IMAGE_ROLES } from './types.js';
-
-function tempPath(path: string): string {
-  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-}
 
 function statSyncOrNull(path: string, follow = true): Stats | null {
   try {
@@ -57,7 +52,7 @@ function writeAtomicSync(path: string, content: string, durable: boolean): void 
 }
 
 function replaceWith(path: string, make: (tmp: string) => void): void {
-  const tmp = tempPath(path);
+  const tmp = tempPathFor(path);
   make(tmp);
   try {
     renameSync(tmp, path);

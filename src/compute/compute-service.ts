@@ -29,7 +29,9 @@ import type { AppliedPlan } from './compute-nodes.js';
 import { INSTANCES_CHANNEL } from './instances.js';
 import { InstanceWorker } from './instance-worker.js';
 import { planFor } from './ownership.js';
-import { COMPUTE_BINARY, SERVICES_CHANNEL, listServices, markServiceDown, registerService, serviceHeartbeat } from './services.js';
+import { serviceRing, serviceRings } from './service-rings.js';
+import type { ServiceRings } from './service-rings.js';
+import { COMPUTE_BINARY, SERVICES_CHANNEL, markServiceDown, registerService, serviceHeartbeat } from './services.js';
 
 export interface ComputeServiceOptions {
   host: string;
@@ -69,8 +71,8 @@ export class ComputeService {
   private worker: InstanceWorker | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly listeners: Listener[] = [];
-  private liveKey = '';
-  private liveHosts: string[] = [];
+  /** The cell's live ring of compute services, this one always in it while it runs. */
+  private rings: ServiceRings | undefined;
   private owned = 0;
   private lastPass: AppliedPlan | null = null;
   /** Resource passes: every `update_resources_interval`, and at once on a membership change. */
@@ -109,7 +111,7 @@ export class ComputeService {
       host: this.host,
       cell: this.cell?.name ?? '',
       serviceId: this.serviceId ?? 0,
-      liveServices: this.liveHosts,
+      liveServices: (this.rings?.members() ?? []).map((m) => m.host).sort(),
       nodes: this.owned,
       lastPass: this.lastPass,
       work: { resources: this.resources.stats(), instances: this.instances.stats() },
@@ -130,7 +132,16 @@ export class ComputeService {
     this.worker = new InstanceWorker({ host: this.host, cell: store, api: options.api, baremetal: options.baremetal, logger: this.log });
     this.log.info({ cell: cell.name, cellUuid: cell.uuid, serviceId: this.serviceId }, 'compute service registered');
 
-    await this.checkMembership();
+    this.rings = serviceRings(store, {
+      selfHost: this.host,
+      downTime: options.serviceDownTime,
+      pollIntervalMs: options.membershipPollMs ?? (store.engine === 'sqlite' ? 500 : 1000),
+      ...(options.ringMode ? { ringMode: options.ringMode } : {}),
+      logger: this.log,
+    });
+    await this.rings.start();
+    // A change of the live services moves nodes: a resource update at once.
+    this.rings.subscribe(() => void this.updateResources());
     await this.updateResources();
 
     const every = (ms: number, fn: () => Promise<unknown>) => {
@@ -138,12 +149,8 @@ export class ComputeService {
       this.timers.push(timer);
     };
     every(options.reportInterval * 1000, () => this.heartbeat());
-    every(options.membershipPollMs ?? (store.engine === 'sqlite' ? 500 : 1000), () => this.checkMembership());
     this.resources.start();
     this.instances.start();
-
-    const services = await store.listen(SERVICES_CHANNEL, { onMessage: () => void this.checkMembership().catch(() => undefined), onReconnect: () => void this.checkMembership().catch(() => undefined) });
-    if (services) this.listeners.push(services);
     const instances = await store.listen(INSTANCES_CHANNEL, {
       onMessage: (payload) => {
         if (payload.toLowerCase() === this.host.toLowerCase()) void this.workInstances();
@@ -162,22 +169,6 @@ export class ComputeService {
     }
   }
 
-  /** Re-reads the live services; a change triggers a resource update at once. */
-  private async checkMembership(): Promise<void> {
-    if (this.stopped || !this.store) return;
-    const services = await listServices(this.store, COMPUTE_BINARY, this.options.serviceDownTime);
-    // This service never drops itself from its own ring because its own heartbeat write was slow.
-    const live = services.filter((s) => s.live || s.id === this.serviceId).map((s) => s.host);
-    if (!live.includes(this.host)) live.push(this.host);
-    const key = live.map((h) => h.toLowerCase()).sort().join(',');
-    if (key === this.liveKey) return;
-    const first = this.liveKey === '';
-    this.liveKey = key;
-    this.liveHosts = live.sort();
-    this.log.info({ live: this.liveHosts }, 'live compute services changed');
-    if (!first) void this.updateResources();
-  }
-
   /**
    * One resource pass, serialised: a request during a pass runs one more pass after it. Never
    * rejects: a failed pass (an unreadable cell database) is logged, counted and retried.
@@ -187,7 +178,7 @@ export class ComputeService {
   }
 
   private async resourcePass(): Promise<void> {
-    if (this.stopped || !this.store) return;
+    if (this.stopped || !this.store || !this.rings) return;
     const started = Date.now();
     let nodes;
     try {
@@ -201,14 +192,13 @@ export class ComputeService {
     // Membership read *after* the compute nodes: a service seen holding a node registered before it
     // took it, so it is in this list unless it really is down. With the list of the last poll, a
     // service that joined a moment ago looked dead here and had its nodes taken straight back.
-    await this.checkMembership();
+    await this.rings.refresh();
     if (this.stopped) return;
     const plan = planFor(this.host, {
-      liveHosts: this.liveHosts,
+      ring: serviceRing(this.rings),
       nodes: nodes.map((n) => ({ uuid: n.uuid, resourceClass: n.resource_class ?? null })),
       computeNodes,
       instances,
-      ...(this.options.ringMode ? { ringMode: this.options.ringMode } : {}),
     });
     if (this.stopped) return;
     const applied = await applyPlan(this.store, this.host, plan);
@@ -241,7 +231,7 @@ export class ComputeService {
     if (this.stopped) return;
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
-    const working = Promise.all([this.resources.stop(), this.instances.stop()]);
+    const working = Promise.all([this.resources.stop(), this.instances.stop(), this.rings?.stop()]);
     await Promise.all(this.listeners.map((l) => l.close().catch(() => undefined)));
     await working;
     if (this.store && this.serviceId !== undefined) {

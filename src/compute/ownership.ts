@@ -36,14 +36,23 @@ export interface PlacedInstance {
   node: string;
 }
 
-export interface OwnershipInput {
-  /** Host names of the live compute services of the cell (the caller itself included). */
-  liveHosts: readonly string[];
+/**
+ * What a plan is computed from. The live services come as their ring (a running service takes it
+ * from its live rings, rebuilt only when the services change) or as host names (a ring is built
+ * for this plan alone: tests, tools).
+ */
+export type OwnershipInput = {
   nodes: readonly NodeSummary[];
   computeNodes: readonly ComputeNodeRow[];
   instances: readonly PlacedInstance[];
-  ringMode?: RingMode;
-}
+} & (
+  | { ring: ServiceRing }
+  | {
+      /** Host names of the live compute services of the cell (the caller itself included). */
+      liveHosts: readonly string[];
+      ringMode?: RingMode;
+    }
+);
 
 /** The writes one service makes to bring the cell in line. */
 export interface OwnershipPlan {
@@ -59,12 +68,23 @@ export interface OwnershipPlan {
 
 /** The live-service ring: lower-cased names on the ring, mapped back to the hosts as registered. */
 export class ServiceRing {
-  private readonly ring: HashRing | null;
   private readonly byLower = new Map<string, string>();
 
-  constructor(liveHosts: readonly string[], mode: RingMode = 'balanced') {
+  /** The ring over `liveHosts`, built here. */
+  static of(liveHosts: readonly string[], mode: RingMode = 'balanced'): ServiceRing {
+    const names = [...new Set(liveHosts.map((h) => h.toLowerCase()))];
+    return new ServiceRing(liveHosts, names.length > 0 ? new HashRing(names, { mode }) : null);
+  }
+
+  /**
+   * @param liveHosts the live hosts as registered; the first of several names that differ only in case is kept.
+   * @param ring the ring over their lower-cased names (null: none live).
+   */
+  constructor(
+    liveHosts: readonly string[],
+    private readonly ring: HashRing | null,
+  ) {
     for (const host of liveHosts) if (!this.byLower.has(host.toLowerCase())) this.byLower.set(host.toLowerCase(), host);
-    this.ring = this.byLower.size > 0 ? new HashRing([...this.byLower.keys()], { mode }) : null;
   }
 
   /** Whether `host` is one of the live services. */
@@ -94,7 +114,7 @@ const same = (a: string | null, b: string | null) => (a ?? '').toLowerCase() ===
 
 /** The writes `me` makes so that the nodes it should expose are its own, and only those. */
 export function planFor(me: string, input: OwnershipInput): OwnershipPlan {
-  const ring = new ServiceRing(input.liveHosts, input.ringMode);
+  const ring = 'ring' in input ? input.ring : ServiceRing.of(input.liveHosts, input.ringMode);
   const rows = new Map(input.computeNodes.map((r) => [r.uuid, r]));
   const byNode = new Map(input.instances.map((i) => [i.node, i]));
   const plan: OwnershipPlan = { claim: [], adoptInstances: [], remove: [], owned: 0 };

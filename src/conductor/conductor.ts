@@ -14,12 +14,12 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { installListenerAuth } from '../auth/listener-auth.js';
 import { conductorListenerRoutes, prepareRpcCredentials, rpcServerTls } from '../auth/rpc-auth.js';
-import { ClusterView } from '../cluster/cluster-view.js';
+import { conductorRings } from '../cluster/conductor-rings.js';
+import type { ConductorRings } from '../cluster/conductor-rings.js';
 import { releaseDeadReservations } from '../cluster/dead-locks.js';
 import { assertNotRunning, heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
 import type { ConductorRegistration } from '../cluster/membership.js';
 import { releaseReservationsOf } from '../cluster/reservations.js';
-import { conductorRingOptions } from '../cluster/ring-options.js';
 import { TaskTracker } from '../cluster/task.js';
 import { installErrorHandling } from '../common/http-errors.js';
 import { listenFastify } from '../common/listen.js';
@@ -71,7 +71,8 @@ interface StartedParts {
 export class Conductor {
   readonly hostname: string;
   readonly group: string;
-  readonly view: ClusterView;
+  /** The conductors' live rings, itself always included while it runs. */
+  readonly view: ConductorRings;
   readonly tracker = new TaskTracker();
   readonly metrics: ConductorMetrics;
   /** What `start()` builds, once; undefined before. */
@@ -92,9 +93,7 @@ export class Conductor {
     this.hostname = config.DEFAULT.host;
     this.group = config.conductor.conductor_group;
     this.log = deps.logger.child({ component: 'conductor', host: this.hostname });
-    this.view = new ClusterView(deps.store, {
-      heartbeatTimeout: config.conductor.heartbeat_timeout,
-      ring: conductorRingOptions(config.conductor),
+    this.view = conductorRings(deps.store, config.conductor, {
       // SQLite has no notifications: polling twice a second keeps a graceful stop visible within 1 s.
       pollIntervalMs: deps.store.engine === 'sqlite' ? 500 : 1000,
       logger: this.log,
@@ -115,7 +114,7 @@ export class Conductor {
 
   status(): ConductorStatus {
     const rings: Record<string, string[]> = {};
-    for (const group of this.view.rings.groups()) rings[group] = this.view.rings.tryRing(group)?.hosts ?? [];
+    for (const group of this.view.groups()) rings[group] = this.view.ring(group)?.hosts ?? [];
     return {
       hostname: this.hostname,
       id: this.id,
@@ -232,7 +231,7 @@ export class Conductor {
       this.conductorId = await registerConductor(store, this.registration(), config.conductor.heartbeat_timeout);
       const released = await releaseReservationsOf(store, this.hostname, { by: this.hostname, reason: 'conductor restarted' });
       if (released.length > 0) this.log.warn({ nodes: released.length }, 'released locks left by this conductor before it restarted');
-      this.view.setSelf({ hostname: this.hostname, group: this.group, weight: 1 });
+      this.view.setSelf({ name: this.hostname, group: this.group, weight: 1 });
       this.unsubscribe = this.view.subscribe((change) => {
         // The reconciler passes on this ring change at once; nodes a dead conductor still holds stay
         // pending in that pass, so once their locks are released here, one more pass takes them over.

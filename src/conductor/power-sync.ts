@@ -20,7 +20,7 @@
  * exported on the conductor's `/metrics`.
  */
 import { NodeLocked } from '../cluster/errors.js';
-import type { ClusterView } from '../cluster/cluster-view.js';
+import type { ConductorRings } from '../cluster/conductor-rings.js';
 import { acquireTask } from '../cluster/task.js';
 import type { NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Logger } from '../common/logger.js';
@@ -44,7 +44,7 @@ export interface PowerSyncOptions {
   hostname: string;
   group: string;
   /** Live rings: a node is synced by its owner only. */
-  view: Pick<ClusterView, 'rings'>;
+  view: Pick<ConductorRings, 'ring'>;
   drivers: () => DriverRegistry;
   tracker: TaskTracker;
   logger: Logger;
@@ -142,7 +142,7 @@ export class PowerSync {
     const started = performance.now();
     const { store, group, hostname, metrics, view } = this.options;
     const report: PowerSyncReport = { checked: 0, failures: 0, forced: 0, recorded: 0, maintenance: 0, durationMs: 0 };
-    const ring = view.rings.tryRing(group);
+    const ring = view.ring(group);
     const rows = ring
       ? await store.db
           .selectFrom('nodes')

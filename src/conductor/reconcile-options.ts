@@ -3,7 +3,7 @@
  * environment (built once, before the reconciler), and its timings.
  */
 import type { Logger } from '../common/logger.js';
-import type { ClusterView } from '../cluster/cluster-view.js';
+import type { ConductorRings } from '../cluster/conductor-rings.js';
 import type { TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { BootEnvironment } from '../boot/index.js';
@@ -16,7 +16,7 @@ export interface ReconcilerOptions {
   group: string;
   /** The conductor's row id (set once registered). */
   conductorId: () => number;
-  view: ClusterView;
+  view: ConductorRings;
   drivers: DriverRegistry;
   /** This conductor's boot environment; without one, only affinity and in-flight work are handled. */
   boot: BootEnvironment | undefined;

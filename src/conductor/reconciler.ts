@@ -161,7 +161,7 @@ export class Reconciler {
     const started = performance.now();
     const { store, group, view, replicas } = this.options;
     const me = this.options.conductorId();
-    const ring = view.rings.tryRing(group);
+    const ring = view.ring(group);
     const report = emptyReport(trigger, verify, view.version);
     const clock = phaseClock(report);
     const { boot } = this.options;

@@ -21,7 +21,7 @@
  * slots, and the table depends on nothing but the set of (name, weight) pairs.
  */
 import { murmur3 } from './hash.js';
-import type { Placement, WeightedHost } from './placement.js';
+import type { KeyPlacement, WeightedHost } from './key-placement.js';
 
 /** log2 of the number of slots in the balanced table. */
 export const TABLE_BITS = 22;
@@ -40,7 +40,7 @@ const NO_FIRST = 0x7fffffff;
 const NO_LAST = -1;
 
 /** Builds the balanced placement of `hosts` (already validated, sorted by name, distinct). */
-export class BalancedPlacement implements Placement {
+export class BalancedPlacement implements KeyPlacement {
   readonly names: readonly string[];
   /** Slot → host index; bytes when the hosts fit, which halves the memory a lookup touches. */
   private readonly table: Uint8Array | Uint16Array;

@@ -14,7 +14,7 @@ import {
   NoHostsError,
   UnknownHostError,
 } from './errors.js';
-import type { Placement, WeightedHost } from './placement.js';
+import type { KeyPlacement, WeightedHost } from './key-placement.js';
 import { TOOZ_DEFAULT_PARTITIONS, ToozPlacement } from './tooz.js';
 
 /** Placement algorithms: `balanced` (ironring's default) and `tooz` (what OpenStack uses). */
@@ -77,7 +77,7 @@ export class HashRing {
   /** Points per unit of weight (see `HashRingOptions.partitions`). */
   readonly partitions: number;
   private readonly weights = new Map<string, number>();
-  private placement: Placement;
+  private placement: KeyPlacement;
 
   constructor(hosts: readonly HostInput[], options: HashRingOptions = {}) {
     const resolved = resolveRingOptions(options);
@@ -182,7 +182,7 @@ export class HashRing {
     return new Map(this.placement.names.map((name, i) => [name, shares[i]!]));
   }
 
-  private build(): Placement {
+  private build(): KeyPlacement {
     if (this.weights.size === 0) throw new NoHostsError();
     const hosts: WeightedHost[] = [...this.weights].map(([name, weight]) => ({ name, weight })).sort(byName);
     if (this.mode === 'tooz') return new ToozPlacement(hosts, this.partitions);

@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { md5Words } from './md5.js';
-import type { Placement, WeightedHost } from './placement.js';
+import type { KeyPlacement, WeightedHost } from './key-placement.js';
 
 /** tooz's and Ironic's default points per host: `2 ** hash_partition_exponent` with exponent 5. */
 export const TOOZ_DEFAULT_PARTITIONS = 32;
@@ -23,7 +23,7 @@ const TWO_128 = 1n << 128n;
 const KEY_WORDS = new Uint32Array(4);
 
 /** Builds the tooz placement of `hosts` (already validated, sorted by name, distinct). */
-export class ToozPlacement implements Placement {
+export class ToozPlacement implements KeyPlacement {
   readonly names: readonly string[];
   /** The points' most significant 32 bits, ascending: most comparisons end here. */
   private readonly high: Uint32Array;

@@ -19,8 +19,8 @@ import type { BaremetalClient } from '../compute/baremetal-client.js';
 import { INSTANCES_CHANNEL } from '../compute/instances.js';
 import type { InstanceRow, ServerImage } from '../compute/instances.js';
 import { COMPUTE_BINARY, liveExpression } from '../compute/services.js';
-import { NoValidHost, usableCandidates } from './placement.js';
-import type { Candidate } from './placement.js';
+import { NoValidHost, usableCandidates } from './candidates.js';
+import type { Candidate } from './candidates.js';
 
 export interface ScheduleDeps {
   api: Store;

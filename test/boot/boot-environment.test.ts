@@ -230,6 +230,22 @@ describe('input validation', () => {
   });
 });
 
+describe('batch', () => {
+  it('flushes the file systems once when something changed, and not at all when nothing did', async () => {
+    const env = s.env({ durable: true });
+    await env.batch(() => Promise.all([env.prepare({ uuid: UUID_A }, ports, images), env.prepare({ uuid: UUID_B }, [{ address: MAC_B, pxeEnabled: true }], images)]));
+    expect(env.flushes).toBe(1);
+    // Everything is current: a pass over the same nodes writes nothing and must not flush.
+    const again = await env.batch(() => Promise.all([env.prepare({ uuid: UUID_A }, ports, images), env.prepare({ uuid: UUID_B }, [{ address: MAC_B, pxeEnabled: true }], images)]));
+    expect(again.flatMap((c) => [...c.written, ...c.removed])).toEqual([]);
+    expect(env.flushes).toBe(1);
+    await env.batch(() => env.cleanUp({ uuid: UUID_B }));
+    expect(env.flushes).toBe(2);
+    await env.batch(() => env.cleanUp({ uuid: UUID_B }));
+    expect(env.flushes).toBe(2);
+  });
+});
+
 describe('sweep', () => {
   it('removes stale temp files and per-MAC links whose node directory is gone, and nothing current', async () => {
     const env = s.env({ dhcpHostsDir: s.hostsDir, dhcpOptsDir: s.optsDir });

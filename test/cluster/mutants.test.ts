@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { ClusterView } from '../../src/cluster/cluster-view.js';
+import { conductorMembership } from '../../src/cluster/conductor-rings.js';
+import { LiveRings } from '../../src/cluster/live-rings.js';
 import { releaseDeadReservations } from '../../src/cluster/dead-locks.js';
 import { TaskReleased } from '../../src/cluster/errors.js';
 import { DuplicateConductor, heartbeat, heartbeatingHosts, listConductors, markOffline, registerConductor } from '../../src/cluster/membership.js';
@@ -113,11 +114,11 @@ describe.each(engines)('membership and lock release on %s', (engine) => {
     await register(db.store, 'a');
     await register(db.store, 'b');
     await expire(db.store, 'b');
-    const view = new ClusterView(db.store, { heartbeatTimeout: TIMEOUT, pollIntervalMs: 3_600_000, logger: createLogger({ level: 'silent', pretty: false }) });
+    const view = new LiveRings(db.store, conductorMembership(db.store, TIMEOUT), { pollIntervalMs: 3_600_000, logger: createLogger({ level: 'silent', pretty: false }) });
     try {
       await view.start();
       expect(view.members().map((m) => m.hostname)).toEqual(['a']);
-      expect(view.rings.ring('').hosts).toEqual(['a']);
+      expect(view.ring('')?.hosts).toEqual(['a']);
     } finally {
       await view.stop();
     }

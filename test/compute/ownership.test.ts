@@ -3,15 +3,18 @@ import { describe, expect, it } from 'vitest';
 import { ServiceRing, desiredHost, planFor } from '../../src/compute/ownership.js';
 import type { ComputeNodeRow, NodeSummary, OwnershipInput, PlacedInstance } from '../../src/compute/ownership.js';
 
+/** A plan's input that names the live hosts (the plan builds their ring). */
+type HostsInput = Extract<OwnershipInput, { liveHosts: readonly string[] }>;
+
 const uuid = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
 const nodes = (n: number): NodeSummary[] => Array.from({ length: n }, (_, i) => ({ uuid: uuid(i), resourceClass: 'baremetal' }));
 
 /** Applies every live service's plan, the way the services would one after another. */
-function converge(input: OwnershipInput): { rows: Map<string, string>; instances: Map<string, string | null> } {
+function converge(input: HostsInput): { rows: Map<string, string>; instances: Map<string, string | null> } {
   const rows = new Map(input.computeNodes.map((r) => [r.uuid, r.host]));
   const instances = new Map(input.instances.map((i) => [i.uuid, i.host]));
   for (const me of input.liveHosts) {
-    const current: OwnershipInput = {
+    const current: HostsInput = {
       ...input,
       computeNodes: [...rows].map(([u, host]) => ({ uuid: u, host, resourceClass: 'baremetal' })),
       instances: input.instances.map((i) => ({ ...i, host: instances.get(i.uuid) ?? null })),
@@ -26,22 +29,22 @@ function converge(input: OwnershipInput): { rows: Map<string, string>; instances
 
 describe('the ownership plan', () => {
   it('gives every node to exactly one live service, the same one every service computes', () => {
-    const input: OwnershipInput = { liveHosts: ['c1', 'c2', 'c3'], nodes: nodes(300), computeNodes: [], instances: [] };
+    const input: HostsInput = { liveHosts: ['c1', 'c2', 'c3'], nodes: nodes(300), computeNodes: [], instances: [] };
     const plans = input.liveHosts.map((h) => planFor(h, input));
     const claimed = plans.flatMap((p) => p.claim.map((c) => c.uuid));
     expect(claimed).toHaveLength(300);
     expect(new Set(claimed).size).toBe(300);
     // Balanced: each of three services gets a fair share.
     for (const p of plans) expect(p.owned).toBeGreaterThan(60);
-    const ring = new ServiceRing(input.liveHosts);
+    const ring = ServiceRing.of(input.liveHosts);
     for (const [i, p] of plans.entries()) for (const c of p.claim) expect(ring.owner(c.uuid)).toBe(input.liveHosts[i]);
   });
 
   it('builds the ring over lower-cased host names but writes the host as registered', () => {
     const upper = planFor('Compute-A', { liveHosts: ['Compute-A'], nodes: nodes(3), computeNodes: [], instances: [] });
     expect(upper.claim).toHaveLength(3);
-    const a = new ServiceRing(['Compute-A', 'b']);
-    const b = new ServiceRing(['compute-a', 'B']);
+    const a = ServiceRing.of(['Compute-A', 'b']);
+    const b = ServiceRing.of(['compute-a', 'B']);
     for (const n of nodes(50)) expect(a.owner(n.uuid)!.toLowerCase()).toBe(b.owner(n.uuid)!.toLowerCase());
   });
 
@@ -59,11 +62,11 @@ describe('the ownership plan', () => {
   });
 
   it('keeps a node with an instance on the instance\'s host while that host is live, whatever the ring says', () => {
-    const ring = new ServiceRing(['c1', 'c2', 'c3']);
+    const ring = ServiceRing.of(['c1', 'c2', 'c3']);
     const node = nodes(40).find((n) => ring.owner(n.uuid) === 'c2')!;
     const instance: PlacedInstance = { uuid: 'i-1', host: 'c1', node: node.uuid };
     expect(desiredHost(ring, node.uuid, instance)).toBe('c1');
-    const input: OwnershipInput = { liveHosts: ['c1', 'c2', 'c3'], nodes: [node], computeNodes: [{ uuid: node.uuid, host: 'c1', resourceClass: 'baremetal' }], instances: [instance] };
+    const input: HostsInput = { liveHosts: ['c1', 'c2', 'c3'], nodes: [node], computeNodes: [{ uuid: node.uuid, host: 'c1', resourceClass: 'baremetal' }], instances: [instance] };
     expect(planFor('c2', input).claim).toEqual([]);
     expect(planFor('c1', input)).toMatchObject({ claim: [], adoptInstances: [], owned: 1 });
   });
@@ -83,7 +86,7 @@ describe('the ownership plan', () => {
       { uuid: uuid(100), host: 'c1', resourceClass: null },
       { uuid: uuid(101), host: 'dead', resourceClass: null },
     ];
-    const input: OwnershipInput = { liveHosts: ['c1', 'c2'], nodes: [], computeNodes, instances: [] };
+    const input: HostsInput = { liveHosts: ['c1', 'c2'], nodes: [], computeNodes, instances: [] };
     const removed = ['c1', 'c2'].flatMap((h) => planFor(h, input).remove);
     expect(removed.map((r) => r.uuid).sort()).toEqual([uuid(100), uuid(101)]);
     expect(planFor('c2', input).remove.find((r) => r.uuid === uuid(100))).toBeUndefined();

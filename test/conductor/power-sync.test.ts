@@ -218,7 +218,7 @@ describe.each(engines)('power-state sync on %s', (engine) => {
   it('syncs only the nodes this conductor owns on the ring', async () => {
     const n = await availableNode('not-mine');
     fake.machine(n).power = 'power on';
-    const elsewhere = otherSync({ view: { rings: { tryRing: () => ({ owner: () => 'another-conductor' }) } } as unknown as PowerSyncOptions['view'] });
+    const elsewhere = otherSync({ view: { ring: () => ({ owner: () => 'another-conductor' }) } as unknown as PowerSyncOptions['view'] });
     expect(await elsewhere.runOnce()).toMatchObject({ checked: 0, forced: 0, recorded: 0 });
     expect(fake.peek(n.uuid)!.power).toBe('power on');
     expect((await node('not-mine')).power_state).toBe('power off');

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ClusterView } from '../../src/cluster/cluster-view.js';
+import type { ConductorRings } from '../../src/cluster/conductor-rings.js';
 import { registerConductor } from '../../src/cluster/membership.js';
 import { TaskTracker } from '../../src/cluster/task.js';
 import { createLogger } from '../../src/common/logger.js';
@@ -88,12 +88,12 @@ describe('reconciler decisions (in process, SQLite)', () => {
     const hx = harness as Harness;
     const view = {
       version: 1,
-      rings: { tryRing: (group: string) => (group === '' ? ring : undefined) },
+      ring: (group: string) => (group === '' ? ring : undefined),
       subscribe: (listener: (change: { group: string; version: number }) => void) => {
         hx.ringListeners.push(listener);
         return () => undefined;
       },
-    } as unknown as ClusterView;
+    } as unknown as ConductorRings;
     const boot = {
       listPrepared: async () => [...hx.disk],
       precache: async () => {

@@ -67,7 +67,7 @@ describe.skipIf(!available)('the stock baremetal CLI against ironring up', () =>
       let stderr = '';
       child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
       child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
       child.on('error', reject);
       child.on('close', (code) => {
         clearTimeout(timer);
@@ -90,7 +90,7 @@ describe.skipIf(!available)('the stock baremetal CLI against ironring up', () =>
 
   /** Polls `node show` until `field` has `value` (power changes finish after the 202). */
   async function waitForField(node: string, field: string, value: unknown): Promise<void> {
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + 60_000;
     for (;;) {
       const shown = await json('node', 'show', node, '-c', field);
       if (shown[field] === value) return;

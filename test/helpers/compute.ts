@@ -199,7 +199,7 @@ export class ComputeDeployment {
  * say "the second node lands on c2" and rely on it.
  */
 export function uuidsOwnedBy(hosts: readonly string[], owners: readonly string[]): string[] {
-  const ring = new ServiceRing(hosts);
+  const ring = ServiceRing.of(hosts);
   return owners.map((owner) => {
     for (;;) {
       const uuid = randomUUID();

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BALANCED_DEFAULT_POINTS, BalancedPlacement } from '../../src/ring/balanced.js';
 import { mix32, murmur3 } from '../../src/ring/hash.js';
-import type { WeightedHost } from '../../src/ring/placement.js';
+import type { WeightedHost } from '../../src/ring/key-placement.js';
 
 /**
  * The balanced placement's specification, written the slow and obvious way: generate every point,

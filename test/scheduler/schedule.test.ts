@@ -5,7 +5,7 @@ import { BaremetalClient } from '../../src/compute/baremetal-client.js';
 import type { Transport } from '../../src/compute/baremetal-client.js';
 import { COMPUTE_BINARY, registerService } from '../../src/compute/services.js';
 import type { Store } from '../../src/db/connect.js';
-import { NoValidHost } from '../../src/scheduler/placement.js';
+import { NoValidHost } from '../../src/scheduler/candidates.js';
 import { scheduleServer } from '../../src/scheduler/schedule.js';
 import type { ScheduleDeps } from '../../src/scheduler/schedule.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';

@@ -1,14 +1,13 @@
 /**
- * `GET /metrics` (Prometheus text): the API process's own metrics plus a cluster view computed from
- * the database on each scrape — nodes per provision state, live conductors, nodes owned per conductor,
- * and nodes whose boot state is not yet on their owner (`conductor_affinity` differs from the ring),
- * i.e. take-overs pending anywhere in the cluster.
+ * `GET /metrics` (Prometheus text): the API process's own metrics plus a cluster view computed on
+ * each scrape from the nodes table and the conductors' live rings (read afresh) — nodes per
+ * provision state, live conductors, nodes owned per conductor, and nodes whose boot state is not yet
+ * on their owner (`conductor_affinity` differs from the ring), i.e. take-overs pending anywhere in
+ * the cluster.
  */
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import { listConductors, membersByGroup } from '../../cluster/membership.js';
-import { cachedRing } from '../../cluster/placement.js';
-import { conductorRingOptions } from '../../cluster/ring-options.js';
+import type { ConductorRings } from '../../cluster/conductor-rings.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { BOOT_STATE_STATES } from '../../conductor/reconciler.js';
@@ -16,8 +15,8 @@ import { BOOT_STATE_STATES } from '../../conductor/reconciler.js';
 /** Process metrics (CPU, memory, event loop), collected once per process however many apps it builds. */
 let processRegistry: Registry | undefined;
 
-export function metricsRoutes(app: FastifyInstance, options: { store: Store; config: Config }): void {
-  const { store, config } = options;
+export function metricsRoutes(app: FastifyInstance, options: { store: Store; config: Config; rings: ConductorRings }): void {
+  const { store } = options;
   if (!processRegistry) {
     processRegistry = new Registry();
     collectDefaultMetrics({ register: processRegistry });
@@ -33,24 +32,21 @@ export function metricsRoutes(app: FastifyInstance, options: { store: Store; con
   });
 
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-    const [rows, members] = await Promise.all([
+    const [rows, rings] = await Promise.all([
       store.db.selectFrom('nodes').select(['uuid', 'conductor_group', 'provision_state', 'conductor_affinity']).execute(),
-      listConductors(store, config.conductor.heartbeat_timeout),
+      options.rings.fresh(),
     ]);
-    const live = members.filter((c) => c.alive);
-    const ids = new Map(live.map((c) => [c.hostname, c.id]));
-    const ringOptions = conductorRingOptions(config.conductor);
-    const rings = new Map([...membersByGroup(live)].map(([group, m]) => [group, cachedRing(m, ringOptions)]));
+    const ids = new Map(rings.members().map((c) => [c.hostname, c.id]));
+    const { owners, counts } = rings.ownersMap(rows, (n) => ({ group: n.conductor_group, key: n.uuid }));
     nodes.reset();
     conductors.reset();
     owned.reset();
-    for (const c of live) owned.set({ conductor: c.hostname }, 0);
-    for (const [group, m] of membersByGroup(live)) conductors.set({ conductor_group: group }, m.length);
+    for (const [conductor, count] of counts) owned.set({ conductor }, count);
+    for (const group of rings.groups()) conductors.set({ conductor_group: group }, rings.ring(group)!.size);
     let notOnOwner = 0;
     for (const n of rows) {
       nodes.inc({ provision_state: n.provision_state });
-      const owner = rings.get(n.conductor_group)?.lookup(n.uuid)[0];
-      if (owner !== undefined) owned.inc({ conductor: owner });
+      const owner = owners.get(n.uuid);
       if (BOOT_STATE_STATES.has(n.provision_state) && (owner === undefined || n.conductor_affinity !== ids.get(owner))) notOnOwner += 1;
     }
     pending.set(notOnOwner);

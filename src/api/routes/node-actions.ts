@@ -4,6 +4,7 @@
  * state changes answer 202 like the Ironic API and continue on the conductor.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ConductorRings } from '../../cluster/conductor-rings.js';
 import { InvalidParameter, NotAcceptable } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
@@ -17,7 +18,7 @@ import type { ConductorRouter } from '../conductor-router.js';
 import { checkJsonField, jsonFieldLimits } from '../json-fields.js';
 import { apiTime, baseUrl } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
-import { liveOwnersFor, nodeView } from './nodes.js';
+import { nodeView } from './nodes.js';
 
 type Node = { Params: { ident: string } };
 
@@ -37,10 +38,10 @@ function objectBody(request: FastifyRequest): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter }): void {
+export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter; rings: ConductorRings }): void {
   const { store, router } = options;
   // After a change the answer reads the conductors afresh (a change is rare; a GET is not).
-  const view = nodeView(liveOwnersFor(store, options.config, 0), options.config);
+  const view = nodeView(options.rings, options.config, 'fresh');
   // Absolute, like the Location of a created node (and Ironic's): where to watch the change happen.
   const statesUrl = (request: FastifyRequest, uuid: string) => `${baseUrl(request, options.config.api.public_endpoint)}/v1/nodes/${uuid}/states`;
 

@@ -3,7 +3,8 @@
  * name, create. Changes to existing nodes go to the node's conductor (see `node-actions.ts`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { conductorRingOptions } from '../../cluster/ring-options.js';
+import { nodeOwners } from '../../cluster/conductor-rings.js';
+import type { ConductorRings } from '../../cluster/conductor-rings.js';
 import { InvalidParameter, NotAcceptable } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
@@ -14,7 +15,6 @@ import { PROVISION_STATES } from '../../nodes/states.js';
 import { initialProvisionState } from '../../nodes/state-machine.js';
 import { baseUrl } from '../links.js';
 import { jsonFieldLimits } from '../json-fields.js';
-import { LiveOwners } from '../live-owners.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
@@ -27,6 +27,8 @@ export interface NodeRouteOptions {
   config: Config;
   /** Validates drivers and interfaces (400 listing the valid names) and fills in default interfaces. */
   drivers: DriverRegistry;
+  /** The conductors' live rings: each node's `conductor`, `conductor_replicas` and `conductor_affinity`. */
+  rings: ConductorRings;
 }
 
 type ListQuery = Record<string, string | undefined>;
@@ -34,16 +36,13 @@ type ListQuery = Record<string, string | undefined>;
 /** Candidate nodes read per query when filtering by conductor (at least a page). */
 const OWNER_SCAN_BATCH = 200;
 
-/** The owners an API shows, from the `[conductor]` settings (see `live-owners.ts`); `maxAgeMs` 0 reads afresh. */
-export function liveOwnersFor(store: Store, config: Config, maxAgeMs?: number): LiveOwners {
-  const { conductor } = config;
-  return new LiveOwners(store, { heartbeatTimeout: conductor.heartbeat_timeout, ring: conductorRingOptions(conductor), replicas: conductor.replicas }, maxAgeMs);
-}
-
-/** Builds the view context of a request: base URL, microversion and the live owner of each node. */
-function viewContextFor(owners: LiveOwners, config: Config) {
+/**
+ * Builds the view context of a request: base URL, microversion and the live owner of each node —
+ * from the rings as kept (`current`) or, for the answer to a change, as read afresh (`fresh`).
+ */
+function viewContextFor(rings: ConductorRings, config: Config, read: 'current' | 'fresh' = 'current') {
   return async (request: FastifyRequest): Promise<NodeViewContext> => {
-    const lookup = await owners.get();
+    const lookup = nodeOwners(read === 'fresh' ? await rings.fresh() : await rings.current(), config.conductor.replicas);
     return {
       base: baseUrl(request, config.api.public_endpoint),
       version: request.apiVersion,
@@ -55,18 +54,14 @@ function viewContextFor(owners: LiveOwners, config: Config) {
 }
 
 /** Renders one node in full for a request (used after changes too). */
-export function nodeView(owners: LiveOwners, config: Config) {
-  const viewContext = viewContextFor(owners, config);
+export function nodeView(rings: ConductorRings, config: Config, read: 'current' | 'fresh' = 'current') {
+  const viewContext = viewContextFor(rings, config, read);
   return async (request: FastifyRequest, node: NodeRow) => renderNode(node, await viewContext(request));
 }
 
 export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): void {
   const { store, config } = options;
-  const owners = liveOwnersFor(store, config);
-  app.addHook('onClose', async () => {
-    await owners.close();
-  });
-  const viewContext = viewContextFor(owners, config);
+  const viewContext = viewContextFor(options.rings, config);
   const fieldLimits = jsonFieldLimits(config);
 
   /**

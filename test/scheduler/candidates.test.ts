@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DISCOVERY_TOPIC, electLeader } from '../../src/scheduler/leader.js';
-import { NoValidHost, usableCandidates } from '../../src/scheduler/placement.js';
-import type { Candidate } from '../../src/scheduler/placement.js';
+import { NoValidHost, usableCandidates } from '../../src/scheduler/candidates.js';
+import type { Candidate } from '../../src/scheduler/candidates.js';
 
 const candidate = (node: string, over: Partial<Candidate> = {}): Candidate => ({
   node,

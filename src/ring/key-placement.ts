@@ -1,6 +1,6 @@
 /**
- * What a placement algorithm (balanced or tooz) provides to `HashRing`: the host list it was built
- * from, lookups, and the exact share of the key space each host owns.
+ * The key placement a ring algorithm (balanced or tooz) builds for `HashRing`: the host list it was
+ * built from, lookups of keys, and the exact share of the key space each host owns.
  */
 
 /** A host as a placement sees it: validated name and integer weight ≥ 1. */
@@ -14,7 +14,7 @@ export interface WeightedHost {
  * `Array.prototype.sort`), so the same set of hosts gives the same placement whatever order it was
  * listed in.
  */
-export interface Placement {
+export interface KeyPlacement {
   /** Host names in name order; host indices below refer to this list. */
   readonly names: readonly string[];
   /** The owner of `key` (first entry of `walk`). */
