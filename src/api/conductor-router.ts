@@ -10,6 +10,7 @@ import type { RpcCredentials } from '../auth/rpc-auth.js';
 import { nodeOwners } from '../cluster/conductor-rings.js';
 import type { ConductorRings } from '../cluster/conductor-rings.js';
 import { IronringError, NoLiveConductor } from '../common/errors.js';
+import { faultOf } from '../common/http-errors.js';
 import type { Config } from '../config/options.js';
 import type { NodeRow } from '../nodes/node-store.js';
 
@@ -68,9 +69,9 @@ export class ConductorRouter {
     const { text } = res;
     if (res.status === 401) {
       // The caller's request was fine; this API and the conductor disagree on credentials.
-      throw new NoLiveConductor(`conductor ${owner} (${base}) refused this API's RPC credentials (${faultstring(text)}); every API and conductor needs the same [json_rpc] settings`);
+      throw new NoLiveConductor(`conductor ${owner} (${base}) refused this API's RPC credentials (${faultOf(text, 500)}); every API and conductor needs the same [json_rpc] settings`);
     }
-    if (res.status >= 400) throw new ConductorError(res.status, faultstring(text));
+    if (res.status >= 400) throw new ConductorError(res.status, faultOf(text, 500));
     return (text ? JSON.parse(text) : {}) as T;
   }
 }
@@ -93,15 +94,4 @@ function send(url: string, options: { method: string; headers: Record<string, st
     req.on('error', reject);
     req.end(options.body === '' ? undefined : options.body);
   });
-}
-
-function faultstring(body: string): string {
-  try {
-    const outer = JSON.parse(body) as { error_message?: string };
-    const inner = JSON.parse(outer.error_message ?? '') as { faultstring?: string };
-    if (inner.faultstring) return inner.faultstring;
-  } catch {
-    // not the error format: pass the text on
-  }
-  return body.slice(0, 500);
 }

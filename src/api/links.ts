@@ -15,9 +15,5 @@ export function resourceLinks(base: string, collection: string, id: string): Arr
   ];
 }
 
-/** Timestamps as the Ironic API prints them: ISO 8601 with seconds and `+00:00`. */
-export function apiTime(date: Date | null): string | null {
-  if (date === null) return null;
-  const iso = date.toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ (years 0000–9999)
-  return iso.length === 24 ? `${iso.slice(0, 19)}+00:00` : iso.replace(/\.\d{3}Z$/, '+00:00');
-}
+/** Re-exported: resource field tables format their timestamps with it too. */
+export { apiTime } from '../common/api-time.js';

@@ -2,17 +2,17 @@
  * Validation at the edge of `boot`: everything that ends up in a file name, a config line or a DHCP
  * entry is checked here once, so the rest of the code can trust its inputs.
  */
+import { isUuid } from '../common/uuid.js';
 import { InvalidBootInput } from './errors.js';
 import { BOOT_INTERFACES, BOOT_LABELS, BOOT_MODES, CHECKSUM_ALGORITHMS } from './types.js';
 import type { BootInterface, BootLabel, BootMode, ChecksumAlgorithm } from './types.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAC = /^[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}$/i;
 const HEX_LENGTH: Record<ChecksumAlgorithm, number> = { sha256: 64, sha512: 128, md5: 32 };
 
 /** Returns the uuid in lower case; throws `InvalidBootInput` unless it is a canonical uuid. */
 export function normalizeUuid(value: string, field = 'node.uuid'): string {
-  if (!UUID.test(value)) throw new InvalidBootInput(field, `${JSON.stringify(value)} is not a uuid`);
+  if (!isUuid(value)) throw new InvalidBootInput(field, `${JSON.stringify(value)} is not a uuid`);
   return value.toLowerCase();
 }
 

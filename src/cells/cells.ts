@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import { DatabaseUrlError } from '../common/errors.js';
+import { UUID_PATTERN } from '../common/uuid.js';
 import type { Store } from '../db/connect.js';
 import { parseDatabaseUrl } from '../db/connect.js';
 import { migrateDatabase } from '../db/migrate.js';
@@ -25,7 +26,6 @@ export const CELL0_NAME = 'cell0';
 /** The binary name of a compute service row; discovery by service maps hosts of these. */
 export const COMPUTE_BINARY = 'ironring-compute';
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Cell names as `[compute] cell` accepts them. */
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,255}$/;
 

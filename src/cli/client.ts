@@ -11,6 +11,7 @@
 import { Option } from 'commander';
 import type { Command } from 'commander';
 import { IronringError, UsageError } from '../common/errors.js';
+import { faultOf } from '../common/http-errors.js';
 import type { Config } from '../config/options.js';
 import { commandContext } from './context.js';
 import { formatOption } from './output.js';
@@ -121,10 +122,10 @@ export async function apiRequest<T>(api: ApiEndpoint, method: 'GET' | 'POST' | '
   }
   const text = await res.text();
   if (res.status === 401) {
-    const refused = api.credentials === undefined ? `the API at ${base} requires credentials (${errorMessage(text)})` : `the API at ${base} refused ${api.credentials} (${errorMessage(text)})`;
+    const refused = api.credentials === undefined ? `the API at ${base} requires credentials (${faultOf(text)})` : `the API at ${base} refused ${api.credentials} (${faultOf(text)})`;
     throw new AuthenticationFailed(`authentication failed: ${refused}; ${HOW_TO_AUTHENTICATE}`);
   }
-  if (!res.ok) throw new ApiRequestFailed(`${res.status} from ${base}${path}: ${errorMessage(text)}${retryAfter(res)}`);
+  if (!res.ok) throw new ApiRequestFailed(`${res.status} from ${base}${path}: ${faultOf(text)}${retryAfter(res)}`);
   if (text === '') return {} as T;
   try {
     return JSON.parse(text) as T;
@@ -138,20 +139,6 @@ function retryAfter(res: Response): string {
   const value = res.headers.get('retry-after');
   if (value === null || (res.status !== 429 && res.status !== 503)) return '';
   return /^\d+$/.test(value.trim()) ? ` (Retry-After: ${value.trim()} s)` : ` (Retry-After: ${value.trim().slice(0, 64)})`;
-}
-
-/** The message of an Ironic-format error body, or the raw text. */
-function errorMessage(body: string): string {
-  try {
-    const outer = JSON.parse(body) as { error_message?: string };
-    if (typeof outer.error_message === 'string') {
-      const inner = JSON.parse(outer.error_message) as { faultstring?: string };
-      if (inner.faultstring) return inner.faultstring;
-    }
-  } catch {
-    // not Ironic's format: show it as it is
-  }
-  return body.trim().slice(0, 300);
 }
 
 /** Adds `--url`, `--os-username`, `--os-password` and `--format` to a client command. */

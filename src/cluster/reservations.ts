@@ -9,13 +9,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely } from 'kysely';
+import { UUID_PATTERN } from '../common/uuid.js';
 import type { Store } from '../db/connect.js';
-import type { Database, NodesTable } from '../db/schema.js';
+import type { Database, NodeRow } from '../db/schema.js';
 import { NodeLocked, NodeNotFound, NodeNotLocked } from './errors.js';
 
-/** A node row as read from the database (JSON columns parsed, timestamps as `Date`). */
-export type NodeRow = Selectable<NodesTable>;
+export type { NodeRow };
 
 /** A node named by row id (`42` or `{ id: 42 }`), uuid, or name. */
 export type NodeRef = number | { readonly id: number } | string;
@@ -46,8 +46,6 @@ export const DEFAULT_RESERVE_ATTEMPTS = 3;
 export const DEFAULT_RESERVE_INTERVAL_MS = 1000;
 
 const defaultSleep: Sleep = (ms) => delay(ms);
-
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface NodeKey {
   column: 'id' | 'uuid' | 'name';

@@ -15,6 +15,24 @@ export function errorBody(status: number, message: string): { error_message: str
   };
 }
 
+/**
+ * The message of an error body in the Ironic format (`errorBody`'s, read back by every client of an
+ * Ironic-style API: the CLI, the compute tier, the API calling a conductor), else the raw text
+ * trimmed to `maxLength` characters, so a proxy's HTML page cannot flood a one-line error.
+ */
+export function faultOf(body: string, maxLength = 300): string {
+  try {
+    const outer = JSON.parse(body) as { error_message?: unknown };
+    if (typeof outer.error_message === 'string') {
+      const inner = JSON.parse(outer.error_message) as { faultstring?: unknown };
+      if (typeof inner.faultstring === 'string' && inner.faultstring !== '') return inner.faultstring;
+    }
+  } catch {
+    // not the Ironic format: the text as it is
+  }
+  return body.trim().slice(0, maxLength);
+}
+
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
   return reply.code(status).type('application/json').send(errorBody(status, message));
 }

@@ -5,6 +5,7 @@
  * which is served by the same process as the bare-metal API.
  */
 import { IronringError } from '../common/errors.js';
+import { faultOf } from '../common/http-errors.js';
 
 /** Thrown when the bare-metal API cannot be reached or answers with an error; `status` 0 = unreachable. */
 export class BaremetalApiError extends IronringError {
@@ -66,20 +67,6 @@ export interface BaremetalNode {
 }
 
 export type PatchOperation = { op: 'add' | 'replace'; path: string; value: unknown } | { op: 'remove'; path: string };
-
-/** The message of an Ironic-format error body, or the raw text. */
-export function faultOf(body: string): string {
-  try {
-    const outer = JSON.parse(body) as { error_message?: string };
-    if (typeof outer.error_message === 'string') {
-      const inner = JSON.parse(outer.error_message) as { faultstring?: string };
-      if (inner.faultstring) return inner.faultstring;
-    }
-  } catch {
-    // not Ironic's format
-  }
-  return body.trim().slice(0, 300);
-}
 
 export class BaremetalClient {
   constructor(private readonly transport: Transport) {}

@@ -5,7 +5,7 @@
  * whichever the engine: PostgreSQL does it natively, SQLite through `SqliteValuesPlugin`, driven by the
  * column-name sets below. Writes pass JSON columns as `JSON.stringify(…)` text.
  */
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 /** A timestamp: read as `Date`, written as a `Date`, an ISO string or a database-clock expression. */
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -50,6 +50,9 @@ export interface ConductorHardwareInterfacesTable {
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
+
+/** A node row as read from the database (JSON columns parsed, timestamps as `Date`); the one `NodeRow`. */
+export type NodeRow = Selectable<NodesTable>;
 
 type Nullable<T> = ColumnType<T | null, T | null | undefined, T | null>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;

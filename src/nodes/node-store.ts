@@ -5,25 +5,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Insertable, Selectable } from 'kysely';
+import type { Insertable } from 'kysely';
 import { NodeNotFound } from '../cluster/errors.js';
 import { Conflict, InvalidParameter } from '../common/errors.js';
+import { UUID_PATTERN } from '../common/uuid.js';
 import type { Store } from '../db/connect.js';
-import type { NodesTable } from '../db/schema.js';
+import type { NodeRow, NodesTable } from '../db/schema.js';
+import { NODE_FIELDS } from './node-fields.js';
 
-export type NodeRow = Selectable<NodesTable>;
-
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export type { NodeRow };
 
 /** Columns a list may be sorted by: every non-JSON column the API shows, as in Ironic. */
-export const NODE_SORT_KEYS = [
-  'created_at', 'updated_at', 'uuid', 'name', 'driver', 'provision_state', 'power_state', 'conductor_group',
-  'resource_class', 'instance_uuid', 'maintenance', 'provision_updated_at',
-  'target_provision_state', 'target_power_state', 'maintenance_reason', 'last_error', 'reservation',
-  'boot_interface', 'console_interface', 'deploy_interface', 'inspect_interface', 'management_interface',
-  'network_interface', 'power_interface', 'rescue_interface', 'vendor_interface',
-] as const;
-export type NodeSortKey = (typeof NODE_SORT_KEYS)[number];
+export type NodeSortKey = keyof NodeRow & string;
+export const NODE_SORT_KEYS = NODE_FIELDS.sortKeys() as readonly NodeSortKey[];
 
 export interface NodeFilters {
   provision_state?: string;

@@ -8,7 +8,8 @@ import type { Selectable } from 'kysely';
 import { InvalidParameter, NotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
 import type { PortsTable } from '../db/schema.js';
-import { UUID_PATTERN, uniqueViolation } from './node-store.js';
+import { UUID_PATTERN } from '../common/uuid.js';
+import { uniqueViolation } from './node-store.js';
 
 export type PortRow = Selectable<PortsTable> & { node_uuid: string };
 

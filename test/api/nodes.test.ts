@@ -164,4 +164,29 @@ describe.each(engines)('nodes and ports API on %s', (engine) => {
     expect(del.statusCode).toBe(204);
     expect((await get('/v1/ports?node=rack1-node1')).json()).toEqual({ ports: [] });
   });
+
+  it('refuses on create and patch a field newer than the request with 406, as Ironic, but takes its empty value', async () => {
+    const at = (version: string) => ({ 'x-openstack-ironic-api-version': version });
+    const before = (await store.db.selectFrom('nodes').select('uuid').execute()).length;
+    const create = await post('/v1/nodes', { driver: 'fake-hardware', conductor_group: 'g1' }, at('1.45'));
+    expect(create.statusCode).toBe(406);
+    expect(fault(create.body)).toBe('conductor_group: needs API version 1.46 or later');
+    expect((await post('/v1/nodes', { driver: 'fake-hardware', resource_class: 'x' }, at('1.20'))).statusCode).toBe(406);
+    expect((await store.db.selectFrom('nodes').select('uuid').execute()).length).toBe(before);
+    const empty = await post('/v1/nodes', { driver: 'fake-hardware', name: 'old-client', conductor_group: '' }, at('1.45'));
+    expect(empty.statusCode, empty.body).toBe(201);
+    // Refused at the edge, before the node's conductor is asked (none runs here).
+    const patch = await app.inject({ method: 'PATCH', url: '/v1/nodes/old-client', headers: at('1.20'), payload: [{ op: 'replace', path: '/resource_class', value: 'x' }] });
+    expect(patch.statusCode).toBe(406);
+    expect(fault(patch.body)).toBe('/resource_class: needs API version 1.21 or later');
+
+    const port = await post('/v1/ports', { node_uuid: 'old-client', address: '52:54:00:aa:bb:77', pxe_enabled: false }, at('1.18'));
+    expect(port.statusCode).toBe(406);
+    expect((await post('/v1/ports', { node_uuid: 'old-client', address: '52:54:00:aa:bb:77' }, at('1.18'))).statusCode).toBe(201);
+    const portPatch = await app.inject({ method: 'PATCH', url: '/v1/ports/52:54:00:aa:bb:77', headers: at('1.33'), payload: [{ op: 'add', path: '/physical_network', value: 'p1' }] });
+    expect(portPatch.statusCode).toBe(406);
+    const shown = (await get('/v1/ports/52:54:00:aa:bb:77', at('1.33'))).json() as Record<string, unknown>;
+    expect(shown).not.toHaveProperty('physical_network');
+    expect(shown).toHaveProperty('pxe_enabled', true);
+  });
 });

@@ -9,7 +9,8 @@ import { InvalidParameter, NotAcceptable } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { BOOT_DEVICES, parseCleanSteps } from '../../drivers/index.js';
-import { PATCH_JSON_FIELDS, applyNodePatch, parsePatch } from '../../nodes/node-patch.js';
+import { NODE_FIELDS } from '../../nodes/node-fields.js';
+import { applyNodePatch, parsePatch } from '../../nodes/node-patch.js';
 import { getNode } from '../../nodes/node-store.js';
 import { InvalidStateTransition, actionMinVersion, isActionAllowed } from '../../nodes/state-machine.js';
 import { isPowerAction, isProvisionAction } from '../../nodes/states.js';
@@ -49,11 +50,13 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
 
   app.patch<Node>('/v1/nodes/:ident', async (request) => {
     const ops = parsePatch(request.body);
+    // A field newer than the request's version cannot be written either (406, as Ironic).
+    NODE_FIELDS.checkPatchVersion(ops, request.apiVersion);
     const node = await getNode(store, request.params.ident);
     // A dry run at the edge: a patch that is bad, or that would leave a JSON field too deep or too
     // big, is refused here, before the conductor (which applies it again under the node's lock).
     const changes = applyNodePatch(node, ops);
-    for (const field of PATCH_JSON_FIELDS) if (changes[field] !== undefined) checkJsonField(field, changes[field], limits);
+    for (const field of NODE_FIELDS.jsonFields()) if (changes[field] !== undefined) checkJsonField(field, changes[field], limits);
     await router.call(node, 'POST', 'update', ops);
     return view(request, await getNode(store, node.uuid));
   });

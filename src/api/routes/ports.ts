@@ -1,74 +1,33 @@
 /** `/v1/ports` and `/v1/nodes/{node}/ports`: list (filter by node and address), show, create, delete. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidParameter } from '../../common/errors.js';
-import { cloneJson } from '../../common/json-safety.js';
+import { UUID_PATTERN } from '../../common/uuid.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
-import { UUID_PATTERN, getNode } from '../../nodes/node-store.js';
-import { parsePatch, pathTokens } from '../../nodes/node-patch.js';
+import { parsePatch } from '../../nodes/field-table.js';
+import { getNode } from '../../nodes/node-store.js';
+import { PORT_FIELDS, PORT_LIST_FIELDS } from '../../nodes/port-fields.js';
 import { PORT_SORT_KEYS, createPort, deletePort, getPort, listPorts, updatePort } from '../../nodes/port-store.js';
 import type { PortChanges, PortRow } from '../../nodes/port-store.js';
 import { checkJsonField, jsonFieldLimits } from '../json-fields.js';
 import type { JsonFieldLimits } from '../json-fields.js';
-import { apiTime, baseUrl, resourceLinks } from '../links.js';
-import { compareVersions } from '../microversions.js';
+import { baseUrl, resourceLinks } from '../links.js';
 import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
 
-const PORT_FIELDS: Readonly<Record<string, Microversion>> = {
-  uuid: [1, 1], address: [1, 1], node_uuid: [1, 1], extra: [1, 1], created_at: [1, 1], updated_at: [1, 1],
-  internal_info: [1, 18], local_link_connection: [1, 19], pxe_enabled: [1, 19], portgroup_uuid: [1, 24], physical_network: [1, 34],
-};
-const LIST_FIELDS = ['uuid', 'address'];
-
-function fieldsAt(version: Microversion): string[] {
-  return Object.entries(PORT_FIELDS).filter(([, since]) => compareVersions(version, since) >= 0).map(([f]) => f);
-}
+const fieldsAt = (version: Microversion): string[] => PORT_FIELDS.fieldsAt(version);
 
 function renderPort(port: PortRow, base: string, fields: readonly string[]): Record<string, unknown> {
-  const all: Record<string, unknown> = {
-    uuid: port.uuid,
-    address: port.address,
-    node_uuid: port.node_uuid,
-    extra: port.extra,
-    created_at: apiTime(port.created_at),
-    updated_at: apiTime(port.updated_at),
-    // Conductor-private data (Ironic keeps e.g. cleaning VIFs here); ironring keeps none.
-    internal_info: {},
-    local_link_connection: port.local_link_connection,
-    pxe_enabled: port.pxe_enabled,
-    // ironring has no port groups.
-    portgroup_uuid: null,
-    physical_network: port.physical_network,
-  };
-  const out: Record<string, unknown> = {};
-  for (const f of fields) out[f] = all[f];
+  const out = PORT_FIELDS.render(port, undefined, fields);
   out.links = resourceLinks(base, 'ports', port.uuid);
   return out;
 }
 
 type Query = Record<string, string | undefined>;
 
-/** The keys Ironic accepts in a port's `local_link_connection` (LLDP data of the switch port). */
-export const LOCAL_LINK_CONNECTION_KEYS = ['switch_id', 'port_id', 'switch_info', 'network_type'] as const;
-const NETWORK_TYPES = ['managed', 'unmanaged'];
-
-/** One `local_link_connection` entry: a known key with a string value; 400 naming the path otherwise. */
-function checkLocalLinkEntry(path: string, key: string, value: unknown): void {
-  if (!(LOCAL_LINK_CONNECTION_KEYS as readonly string[]).includes(key)) {
-    throw new InvalidParameter(`${path}: unknown local_link_connection key ${JSON.stringify(key)}; valid keys: ${LOCAL_LINK_CONNECTION_KEYS.join(', ')}`);
-  }
-  if (typeof value !== 'string') throw new InvalidParameter(`${path}: expected a string`);
-  if (key === 'network_type' && !NETWORK_TYPES.includes(value)) throw new InvalidParameter(`${path}: expected one of ${NETWORK_TYPES.join(', ')}, got ${JSON.stringify(value)}`);
-}
-
-/** A whole `local_link_connection` and a port's `extra`: known keys, within the JSON field limits. */
-function checkPortFields(extra: unknown, llc: unknown, limits: JsonFieldLimits): void {
-  if (extra !== undefined) checkJsonField('extra', extra, limits);
-  if (llc !== undefined) {
-    for (const [key, value] of Object.entries(llc as Record<string, unknown>)) checkLocalLinkEntry(`local_link_connection.${key}`, key, value);
-    checkJsonField('local_link_connection', llc, limits);
-  }
+/** A port's JSON fields within the `[api]` JSON limits. */
+function checkJsonFields(values: Record<string, unknown>, limits: JsonFieldLimits): void {
+  for (const field of PORT_FIELDS.jsonFields()) if (values[field] !== undefined) checkJsonField(field, values[field], limits);
 }
 
 export function portRoutes(app: FastifyInstance, options: { store: Store; config: Config }): void {
@@ -94,7 +53,7 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
       ...(q.marker !== undefined ? { marker: q.marker.toLowerCase() } : {}),
     });
     const base = baseUrl(request, config.api.public_endpoint);
-    const shown = fields ?? (detail ? valid : LIST_FIELDS);
+    const shown = fields ?? (detail ? valid : PORT_LIST_FIELDS);
     const body: Record<string, unknown> = { ports: rows.map((p) => renderPort(p, base, shown)) };
     if (rows.length === limit && rows.length > 0) {
       const params = new URLSearchParams();
@@ -115,31 +74,16 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     return renderPort(await getPort(store, request.params.ident), baseUrl(request, config.api.public_endpoint), fields);
   });
 
-  app.post('/v1/ports', async (request, reply) => {
-    const body = request.body;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidParameter('request body: expected a JSON object');
-    const input = body as Record<string, unknown>;
-    const valid = new Set(['uuid', 'address', 'node_uuid', 'extra', ...fieldsAt(request.apiVersion).filter((f) => ['pxe_enabled', 'local_link_connection', 'physical_network'].includes(f))]);
-    for (const key of Object.keys(input)) if (!valid.has(key)) throw new InvalidParameter(`${key}: unknown or read-only field for a new port`);
-    if (typeof input.node_uuid !== 'string') throw new InvalidParameter('node_uuid: required, the uuid of the port\'s node');
-    if (input.uuid !== undefined && (typeof input.uuid !== 'string' || !UUID_PATTERN.test(input.uuid))) throw new InvalidParameter('uuid: expected a UUID');
-    for (const f of ['extra', 'local_link_connection'] as const) {
-      const v = input[f];
-      if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) throw new InvalidParameter(`${f}: expected a JSON object`);
-    }
-    checkPortFields(input.extra, input.local_link_connection, limits);
-    // The stock client sends `--pxe-enabled false` as the string "false"; Ironic's boolean type takes both.
-    const pxeEnabled = typeof input.pxe_enabled === 'string' ? parseBool('pxe_enabled', input.pxe_enabled) : input.pxe_enabled;
-    if (pxeEnabled !== undefined && typeof pxeEnabled !== 'boolean') throw new InvalidParameter('pxe_enabled: expected true or false');
-    if (input.physical_network !== undefined && input.physical_network !== null && (typeof input.physical_network !== 'string' || input.physical_network.length > 64)) {
-      throw new InvalidParameter('physical_network: expected a string of at most 64 characters');
-    }
-    const node = await getNode(store, input.node_uuid);
+  // Documented by the table's schema, checked by the table itself (see the node route).
+  app.post('/v1/ports', { schema: { body: PORT_FIELDS.createSchema() }, validatorCompiler: () => () => true }, async (request, reply) => {
+    const input = PORT_FIELDS.create(request.body, request.apiVersion);
+    checkJsonFields(input, limits);
+    const node = await getNode(store, input.node_uuid as string);
     const port = await createPort(store, {
       address: input.address as string,
       nodeId: node.id,
       ...(input.uuid !== undefined ? { uuid: input.uuid as string } : {}),
-      ...(pxeEnabled !== undefined ? { pxeEnabled } : {}),
+      ...(input.pxe_enabled !== undefined ? { pxeEnabled: input.pxe_enabled as boolean } : {}),
       ...(input.physical_network !== undefined ? { physicalNetwork: input.physical_network as string | null } : {}),
       ...(input.local_link_connection !== undefined ? { localLinkConnection: input.local_link_connection as Record<string, unknown> } : {}),
       ...(input.extra !== undefined ? { extra: input.extra as Record<string, unknown> } : {}),
@@ -151,41 +95,17 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
 
   app.patch<{ Params: { ident: string } }>('/v1/ports/:ident', async (request) => {
     const ops = parsePatch(request.body);
+    PORT_FIELDS.checkPatchVersion(ops, request.apiVersion);
     const port = await getPort(store, request.params.ident);
-    const changes: PortChanges = {};
-    // Copies without a prototype: a key never reaches one (parsePatch refused prototype names too).
-    const extra = cloneJson(port.extra);
-    const llc = cloneJson(port.local_link_connection);
-    for (const op of ops) {
-      const [field, ...rest] = pathTokens(op.path);
-      const value = op.op === 'remove' ? undefined : op.value;
-      if ((field === 'extra' || field === 'local_link_connection') && rest.length > 0) {
-        const bag = field === 'extra' ? extra : llc;
-        const key = rest.join('/');
-        if (op.op === 'remove') {
-          if (!Object.hasOwn(bag, key)) throw new InvalidParameter(`${op.path}: no such key to remove`);
-          delete bag[key];
-        } else {
-          if (op.op === 'replace' && !Object.hasOwn(bag, key)) throw new InvalidParameter(`${op.path}: no such key to replace (use add)`);
-          if (field === 'local_link_connection') checkLocalLinkEntry(op.path, key, value);
-          bag[key] = cloneJson(value);
-        }
-        if (field === 'extra') changes.extra = extra;
-        else changes.localLinkConnection = llc;
-      } else if (field === 'address' && rest.length === 0 && op.op !== 'remove') {
-        changes.address = String(value);
-      } else if (field === 'pxe_enabled' && rest.length === 0 && op.op !== 'remove') {
-        const flag = value === true || value === 'true' ? true : value === false || value === 'false' ? false : undefined;
-        if (flag === undefined) throw new InvalidParameter(`${op.path}: expected true or false`);
-        changes.pxeEnabled = flag;
-      } else if (field === 'physical_network' && rest.length === 0) {
-        if (value !== undefined && value !== null && (typeof value !== 'string' || value.length > 64)) throw new InvalidParameter(`${op.path}: expected a string of at most 64 characters`);
-        changes.physicalNetwork = (value as string | undefined) ?? null;
-      } else {
-        throw new InvalidParameter(`${op.path}: cannot be changed on a port`);
-      }
-    }
-    checkPortFields(changes.extra, changes.localLinkConnection, limits);
+    const changed = PORT_FIELDS.applyPatch(port, ops);
+    checkJsonFields(changed, limits);
+    const changes: PortChanges = {
+      ...(changed.address !== undefined ? { address: changed.address as string } : {}),
+      ...(changed.pxe_enabled !== undefined ? { pxeEnabled: changed.pxe_enabled as boolean } : {}),
+      ...(changed.physical_network !== undefined ? { physicalNetwork: changed.physical_network as string | null } : {}),
+      ...(changed.extra !== undefined ? { extra: changed.extra as Record<string, unknown> } : {}),
+      ...(changed.local_link_connection !== undefined ? { localLinkConnection: changed.local_link_connection as Record<string, unknown> } : {}),
+    };
     const updated = await updatePort(store, port.uuid, changes);
     return renderPort(updated, baseUrl(request, config.api.public_endpoint), fieldsAt(request.apiVersion));
   });

@@ -1,0 +1,138 @@
+/**
+ * The node field table: every field of a node's API shape, one row each — the microversion it
+ * appeared in, how the view reads it, and for the fields a client writes their schema and whether
+ * create and PATCH take them. Create checks (`api/routes/node-input.ts`), JSON Patch
+ * (`node-patch.ts`, on the API and again on the conductor), views (`api/views/node.ts`), `fields`
+ * and sort keys all come from here: a new field is a new row.
+ */
+import { Type } from 'typebox';
+import { UUID_PATTERN, UUID_SCHEMA_PATTERN } from '../common/uuid.js';
+import type { NodeRow } from '../db/schema.js';
+import { FieldTable } from './field-table.js';
+import type { FieldInput, FieldSpec } from './field-table.js';
+
+/** Node names: RFC 3986 unreserved characters, as Ironic's "logical names" (and never a UUID). */
+export const NODE_NAME_PATTERN = /^[A-Za-z0-9\-._~]{1,255}$/;
+const GROUP_PATTERN = '^[a-zA-Z0-9_.-]{0,255}$';
+
+/** What the view needs beyond the row: where the ring places the node. */
+export interface NodeFieldContext {
+  /** The conductor the ring gives the node to, for `conductor`. */
+  conductorOf: (node: NodeRow) => string | null;
+  /** The replica conductors after the owner, for `conductor_replicas`. */
+  replicasOf?: (node: NodeRow) => string[];
+  /** Hostname of a conductor row id, for `conductor_affinity`. */
+  conductorName?: (id: number | null) => string | null;
+}
+
+type NodeField = FieldSpec<NodeRow, NodeFieldContext>;
+
+const lower = (v: unknown): unknown => (typeof v === 'string' ? v.toLowerCase() : v);
+const shown = (v: unknown): string => JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v);
+
+/** A JSON object a client sets on create and edits key by key with PATCH. */
+const jsonInput: FieldInput = { schema: Type.Record(Type.String(), Type.Unknown()), expected: 'expected a JSON object', create: true, patch: true, json: true };
+
+/** A `*_interface` field: a name the node's hardware type offers (checked against the driver registry). */
+const interfaceInput: FieldInput = { schema: Type.Union([Type.String(), Type.Null()]), expected: 'expected an interface name or null', create: true, patch: true };
+
+/** A field ironring does not model yet, shown with the value Ironic shows for it (a fresh one each time). */
+const fixed = (since: readonly [number, number], make: () => unknown): NodeField => ({ since, view: () => make(), reads: [] });
+
+/** `driver_internal_info.clean_step` when it is an object, else {} (Ironic's value when no step runs). */
+function cleanStepOf(info: Readonly<Record<string, unknown>>): unknown {
+  const step = info.clean_step;
+  return typeof step === 'object' && step !== null && !Array.isArray(step) ? step : {};
+}
+
+const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
+  uuid: {
+    since: [1, 1], column: 'uuid',
+    input: { schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]), expected: (v) => `expected a UUID, got ${shown(v)}`, create: true, normalize: lower },
+  },
+  name: {
+    since: [1, 5], column: 'name',
+    input: {
+      schema: Type.Union([Type.String({ pattern: NODE_NAME_PATTERN.source }), Type.Null()]),
+      // Nodes are found by UUID or name, so a name must not read as a UUID.
+      refine: (v) => !UUID_PATTERN.test(v as string),
+      expected: (v) => `${shown(v)} is not a valid node name (letters, digits and - . _ ~, at most 255, not a UUID)`,
+      create: true, patch: true,
+    },
+  },
+  chassis_uuid: fixed([1, 1], () => null),
+  driver: {
+    since: [1, 1], column: 'driver',
+    input: { schema: Type.String({ minLength: 1 }), expected: 'a node needs a driver (a hardware type name)', create: { required: 'required, a hardware type name' }, patch: true },
+  },
+  driver_info: { since: [1, 1], column: 'driver_info', view: 'masked', input: jsonInput },
+  // Conductor-private JSON, shown but never written by clients, and no sort key (a JSON column).
+  // Ironic shows it from 1.3, as here.
+  driver_internal_info: { since: [1, 3], column: 'driver_internal_info', sortable: false },
+  extra: { since: [1, 1], column: 'extra', input: jsonInput },
+  instance_info: { since: [1, 1], column: 'instance_info', view: 'masked', input: jsonInput },
+  instance_uuid: {
+    since: [1, 1], column: 'instance_uuid',
+    input: { schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]), expected: (v) => `expected a UUID, got ${shown(v)}`, create: true, patch: true, normalize: lower },
+  },
+  properties: { since: [1, 1], column: 'properties', input: jsonInput },
+  provision_state: { since: [1, 1], column: 'provision_state' },
+  target_provision_state: { since: [1, 1], column: 'target_provision_state' },
+  provision_updated_at: { since: [1, 1], column: 'provision_updated_at', view: 'time' },
+  power_state: { since: [1, 1], column: 'power_state' },
+  target_power_state: { since: [1, 1], column: 'target_power_state' },
+  maintenance: { since: [1, 1], column: 'maintenance' },
+  maintenance_reason: { since: [1, 1], column: 'maintenance_reason' },
+  last_error: { since: [1, 1], column: 'last_error' },
+  reservation: { since: [1, 1], column: 'reservation' },
+  console_enabled: fixed([1, 1], () => false),
+  created_at: { since: [1, 1], column: 'created_at', view: 'time' },
+  updated_at: { since: [1, 1], column: 'updated_at', view: 'time' },
+  inspection_started_at: fixed([1, 6], () => null),
+  inspection_finished_at: fixed([1, 6], () => null),
+  // The step a clean is running now ({} otherwise), which the conductor keeps in driver_internal_info.
+  clean_step: { since: [1, 7], view: (n) => cleanStepOf(n.driver_internal_info), reads: ['driver_internal_info'] },
+  raid_config: fixed([1, 12], () => ({})),
+  target_raid_config: fixed([1, 12], () => ({})),
+  network_interface: { since: [1, 20], column: 'network_interface', input: interfaceInput },
+  resource_class: {
+    since: [1, 21], column: 'resource_class',
+    input: { schema: Type.Union([Type.String({ maxLength: 80 }), Type.Null()]), expected: 'expected a string of at most 80 characters', create: true, patch: true },
+  },
+  boot_interface: { since: [1, 31], column: 'boot_interface', input: interfaceInput },
+  console_interface: { since: [1, 31], column: 'console_interface', input: interfaceInput },
+  deploy_interface: { since: [1, 31], column: 'deploy_interface', input: interfaceInput },
+  inspect_interface: { since: [1, 31], column: 'inspect_interface', input: interfaceInput },
+  management_interface: { since: [1, 31], column: 'management_interface', input: interfaceInput },
+  power_interface: { since: [1, 31], column: 'power_interface', input: interfaceInput },
+  vendor_interface: { since: [1, 31], column: 'vendor_interface', input: interfaceInput },
+  rescue_interface: { since: [1, 38], column: 'rescue_interface', input: interfaceInput },
+  fault: fixed([1, 42], () => null),
+  conductor_group: {
+    since: [1, 46], column: 'conductor_group',
+    input: {
+      // The column holds no null: removing the group (or sending null) means the default group, as Ironic.
+      schema: Type.Union([Type.String({ pattern: GROUP_PATTERN }), Type.Null()]),
+      expected: (v) => `${shown(v)} is invalid; use at most 255 letters, digits, _ . - only`,
+      create: true, patch: true, removed: '', empty: '',
+      normalize: (v) => (v === null ? '' : lower(v)),
+    },
+  },
+  protected: fixed([1, 48], () => false),
+  protected_reason: fixed([1, 48], () => null),
+  conductor: { since: [1, 49], view: (n, ctx) => ctx.conductorOf(n), reads: ['uuid', 'conductor_group'] },
+  // ironring extensions: where the ring places the node and which conductor's boot files are current.
+  conductor_replicas: { since: [1, 49], view: (n, ctx) => ctx.replicasOf?.(n) ?? [], reads: ['uuid', 'conductor_group'] },
+  conductor_affinity: { since: [1, 49], column: 'conductor_affinity', view: (n, ctx) => ctx.conductorName?.(n.conductor_affinity) ?? null, reads: ['conductor_affinity'] },
+};
+
+export const NODE_FIELDS = new FieldTable<NodeRow, NodeFieldContext>(NODE_FIELD_ROWS, {
+  noun: 'node',
+  cannotChange: (path, readOnly) => `${path}: cannot be changed${readOnly ? ' (read-only)' : ' (no such field)'}`,
+});
+
+/** The `*_interface` fields, which a node's hardware type fills in and checks. */
+export const NODE_INTERFACE_FIELDS = Object.keys(NODE_FIELD_ROWS).filter((f) => f.endsWith('_interface'));
+
+/** Fields of a list without `detail`, as Ironic. */
+export const NODE_LIST_FIELDS = ['uuid', 'name', 'instance_uuid', 'power_state', 'provision_state', 'maintenance'] as const;

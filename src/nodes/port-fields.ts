@@ -1,0 +1,73 @@
+/**
+ * The port field table: every field of a port's API shape, one row each, in the form of the node
+ * table (`node-fields.ts`): the microversion it appeared in, how the view reads it, and for the
+ * fields a client writes their schema and whether create and PATCH take them.
+ */
+import { Type } from 'typebox';
+import { InvalidParameter } from '../common/errors.js';
+import { UUID_SCHEMA_PATTERN } from '../common/uuid.js';
+import { FieldTable } from './field-table.js';
+import type { FieldSpec } from './field-table.js';
+import type { PortRow } from './port-store.js';
+
+/** The keys Ironic accepts in a port's `local_link_connection` (LLDP data of the switch port). */
+export const LOCAL_LINK_CONNECTION_KEYS = ['switch_id', 'port_id', 'switch_info', 'network_type'] as const;
+const NETWORK_TYPES = ['managed', 'unmanaged'];
+
+/** One `local_link_connection` entry: a known key with a string value; 400 naming where otherwise. */
+function checkLocalLinkEntry(where: string, key: string, value: unknown): void {
+  if (!(LOCAL_LINK_CONNECTION_KEYS as readonly string[]).includes(key)) {
+    throw new InvalidParameter(`${where}: unknown local_link_connection key ${JSON.stringify(key)}; valid keys: ${LOCAL_LINK_CONNECTION_KEYS.join(', ')}`);
+  }
+  if (typeof value !== 'string') throw new InvalidParameter(`${where}: expected a string`);
+  if (key === 'network_type' && !NETWORK_TYPES.includes(value)) throw new InvalidParameter(`${where}: expected one of ${NETWORK_TYPES.join(', ')}, got ${JSON.stringify(value)}`);
+}
+
+/** The stock client sends `--pxe-enabled false` as the string "false"; Ironic's boolean type takes both. */
+function booleanSpelling(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const v = value.toLowerCase();
+  if (['true', '1', 'yes', 'on', 'y', 't'].includes(v)) return true;
+  if (['false', '0', 'no', 'off', 'n', 'f'].includes(v)) return false;
+  return value;
+}
+
+const jsonObject = Type.Record(Type.String(), Type.Unknown());
+
+const PORT_FIELD_ROWS: Readonly<Record<string, FieldSpec<PortRow, unknown>>> = {
+  uuid: {
+    since: [1, 1], column: 'uuid',
+    input: { schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]), expected: (v) => `expected a UUID, got ${JSON.stringify(v)}`, create: true },
+  },
+  // Any MAC spelling; the port store checks and normalises it (aa:bb:cc:dd:ee:ff).
+  address: { since: [1, 1], column: 'address', input: { schema: Type.String(), expected: 'expected a MAC address', create: { required: "required, the port's MAC address" }, patch: true } },
+  // A node's uuid or name on create; the view shows the uuid.
+  node_uuid: { since: [1, 1], column: 'node_uuid', input: { schema: Type.String(), expected: "required, the uuid of the port's node", create: { required: "required, the uuid of the port's node" } } },
+  extra: { since: [1, 1], column: 'extra', input: { schema: jsonObject, expected: 'expected a JSON object', create: true, patch: true, json: true } },
+  created_at: { since: [1, 1], column: 'created_at', view: 'time' },
+  updated_at: { since: [1, 1], column: 'updated_at', view: 'time' },
+  // Conductor-private data (Ironic keeps e.g. cleaning VIFs here); ironring keeps none.
+  internal_info: { since: [1, 18], view: () => ({}), reads: [] },
+  local_link_connection: {
+    since: [1, 19], column: 'local_link_connection',
+    input: { schema: jsonObject, expected: 'expected a JSON object', create: true, patch: true, json: true, entry: checkLocalLinkEntry },
+  },
+  pxe_enabled: {
+    since: [1, 19], column: 'pxe_enabled',
+    input: { schema: Type.Boolean(), expected: 'expected true or false', coerce: booleanSpelling, create: true, patch: true },
+  },
+  // ironring has no port groups.
+  portgroup_uuid: { since: [1, 24], view: () => null, reads: [] },
+  physical_network: {
+    since: [1, 34], column: 'physical_network',
+    input: { schema: Type.Union([Type.String({ maxLength: 64 }), Type.Null()]), expected: 'expected a string of at most 64 characters', create: true, patch: true },
+  },
+};
+
+export const PORT_FIELDS = new FieldTable<PortRow, unknown>(PORT_FIELD_ROWS, {
+  noun: 'port',
+  cannotChange: (path) => `${path}: cannot be changed on a port`,
+});
+
+/** Fields of a list without `detail`, as Ironic. */
+export const PORT_LIST_FIELDS = ['uuid', 'address'] as const;
