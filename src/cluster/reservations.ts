@@ -1,14 +1,20 @@
 /**
- * Node locks ("reservations", as Ironic calls them): a node's `reservation` column holds the
- * hostname of the conductor allowed to mutate it. Taking and dropping the lock are single
- * conditional UPDATEs, so the database decides who wins and no transaction is ever held open —
- * which matters on SQLite, where a writer waiting for a lock blocks its whole process.
+ * One writer per node: node locks ("reservations", as Ironic calls them) and the writes that belong
+ * to holding one. A node's `reservation` column holds the hostname of the conductor allowed to
+ * mutate it. Taking and dropping the lock are conditional UPDATEs — one node or a batch at a time —
+ * so the database decides who wins and no transaction is ever held open, which matters on SQLite,
+ * where a writer waiting for a lock blocks its whole process.
+ *
+ * This module is also the only writer of `conductor_affinity` (set by the release that ends the
+ * work which made the node's boot files, in the same conditional UPDATE: affinity never names a
+ * conductor that no longer held the node) and of `node_history` rows (`writeHistory`).
  *
  * The lock only names a host, so it excludes tasks of the same conductor from each other too: a
  * second `reserveNode` by the holder itself fails like anyone else's until the first is released.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
+import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import { UUID_PATTERN } from '../common/uuid.js';
 import type { Store } from '../db/connect.js';
@@ -105,25 +111,145 @@ export async function reserveNode(store: Store, node: NodeRef, host: string, opt
 }
 
 /**
- * Drops conductor `host`'s lock on `node`. Throws `NodeNotLocked` when `host` does not hold it
- * (unlocked, or held by another conductor — whose lock is left alone) and `NodeNotFound` when the
- * node is gone.
+ * A node row's version as text: its `updated_at` as the database wrote it (every write of a node row
+ * sets it, by the database clock, to the microsecond on PostgreSQL). Equal stamps: nothing was
+ * written to the row in between. Taking or dropping a lock alone leaves it unchanged.
  */
-export async function releaseNode(store: Store, node: NodeRef, host: string): Promise<void> {
+export const nodeStamp = sql<string>`cast(updated_at as text)`.as('stamp');
+
+/** A node row as locked by `reserveNodes`, with its stamp. */
+export type LockedNodeRow = NodeRow & { stamp: string };
+
+/** A node as released by `releaseNodes`: its stamp after the release. */
+export interface ReleasedNode {
+  id: number;
+  uuid: string;
+  stamp: string;
+}
+
+/** Options of `releaseNode` and `releaseNodes`. */
+export interface ReleaseOptions {
+  /**
+   * The row id of the conductor whose boot files the node now boots from: written as
+   * `conductor_affinity` with the release, and `updated_at` with it (the conductors that served
+   * the node before see the row change and clean up). Only the work that made those files, and
+   * still holds the lock, may say so.
+   */
+  affinity?: number;
+}
+
+/** Nodes locked or released per UPDATE: far below both engines' bound-parameter limits. */
+export const NODE_BATCH = 500;
+
+/**
+ * Takes the locks of the free nodes among `ids` (of `group`, when given) for conductor `host` in
+ * one conditional UPDATE per `NODE_BATCH`, and returns the rows it locked with their stamps. Held,
+ * missing or moved nodes are simply not returned: a batch never waits for a node.
+ */
+export async function reserveNodes(store: Store, ids: readonly number[], host: string, options: { group?: string } = {}): Promise<LockedNodeRow[]> {
+  const locked: LockedNodeRow[] = [];
+  for (let i = 0; i < ids.length; i += NODE_BATCH) {
+    let query = store.db
+      .updateTable('nodes')
+      .set({ reservation: host })
+      .where('id', 'in', ids.slice(i, i + NODE_BATCH))
+      .where('reservation', 'is', null);
+    if (options.group !== undefined) query = query.where('conductor_group', '=', options.group);
+    locked.push(...((await query.returningAll().returning(nodeStamp).execute()) as LockedNodeRow[]));
+  }
+  return locked;
+}
+
+/**
+ * Drops conductor `host`'s locks on the nodes among `ids` it still holds, in one conditional UPDATE
+ * per `NODE_BATCH` (with `affinity`: sets `conductor_affinity` too, see `ReleaseOptions`), and
+ * returns the nodes released. A node whose lock was taken away meanwhile is left alone — its new
+ * holder's lock, its row — and is not returned.
+ */
+export async function releaseNodes(store: Store, ids: readonly number[], host: string, options: ReleaseOptions = {}): Promise<ReleasedNode[]> {
+  const released: ReleasedNode[] = [];
+  for (let i = 0; i < ids.length; i += NODE_BATCH) {
+    const set = options.affinity === undefined ? { reservation: null } : { reservation: null, conductor_affinity: options.affinity, updated_at: store.sqlNow() };
+    released.push(
+      ...(await store.db
+        .updateTable('nodes')
+        .set(set)
+        .where('id', 'in', ids.slice(i, i + NODE_BATCH))
+        .where('reservation', '=', host)
+        .returning(['id', 'uuid', nodeStamp])
+        .execute()),
+    );
+  }
+  return released;
+}
+
+/**
+ * Drops conductor `host`'s lock on `node` (with `affinity`: sets `conductor_affinity` too) and
+ * returns it as released. Throws `NodeNotLocked` when `host` does not hold it (unlocked, or held by
+ * another conductor — whose lock is left alone) and `NodeNotFound` when the node is gone.
+ */
+export async function releaseNode(store: Store, node: NodeRef, host: string, options: ReleaseOptions = {}): Promise<ReleasedNode> {
   const key = nodeKey(node);
-  const result = await store.db
+  const set = options.affinity === undefined ? { reservation: null } : { reservation: null, conductor_affinity: options.affinity, updated_at: store.sqlNow() };
+  const row = await store.db
     .updateTable('nodes')
-    .set({ reservation: null })
+    .set(set)
     .where(key.column, '=', key.value)
     .where('reservation', '=', host)
+    .returning(['id', 'uuid', nodeStamp])
     .executeTakeFirst();
-  if (Number(result.numUpdatedRows) > 0) return;
+  if (row) return row;
   const current = await readHolder(store, node);
   throw new NodeNotLocked(current.uuid, host, current.reservation);
 }
 
+/** Ironic's node history severities. */
+export const HISTORY_SEVERITIES = ['INFO', 'WARNING', 'ERROR'] as const;
+export type HistorySeverity = (typeof HISTORY_SEVERITIES)[number];
+
+/** One row of a node's history, as `writeHistory` records it. */
+export interface HistoryRecord {
+  nodeId: number;
+  /** Hostname of the conductor recording it. */
+  conductor: string;
+  /** What kind of event: `provisioning`, `power`, `conductor`, `deploy`… */
+  eventType: string;
+  severity: HistorySeverity;
+  /** The text an operator reads. */
+  event: string;
+  /** Who asked for the operation, when known. */
+  user?: string | null;
+}
+
 /** Rows per history INSERT: far below SQLite's and PostgreSQL's bound-parameter limits. */
 const HISTORY_BATCH = 1000;
+
+/**
+ * Appends `records` to the node history, time-stamped by the database clock, in one INSERT per
+ * `HISTORY_BATCH`. `db` is the store's handle or a transaction of it (the rows then commit with the
+ * change they describe). History is append-only and separate from the node row, so it needs no
+ * lock; callers record only what they did.
+ */
+export async function writeHistory(store: Store, records: readonly HistoryRecord[], db: Kysely<Database> = store.db): Promise<void> {
+  for (let i = 0; i < records.length; i += HISTORY_BATCH) {
+    await db
+      .insertInto('node_history')
+      .values(
+        records.slice(i, i + HISTORY_BATCH).map((r) => ({
+          uuid: randomUUID(),
+          node_id: r.nodeId,
+          conductor: r.conductor,
+          event_type: r.eventType,
+          severity: r.severity,
+          event: r.event,
+          user: r.user ?? null,
+          created_at: store.sqlNow(),
+        })),
+      )
+      .execute();
+  }
+}
+
 /** PostgreSQL's SQLSTATE for a deadlock it broke by aborting us. */
 const PG_DEADLOCK = '40P01';
 
@@ -160,21 +286,11 @@ export async function releaseReservationsOf(store: Store, deadHost: string, opti
       .where('reservation', '=', deadHost)
       .returning(['id', 'uuid'])
       .execute();
-    for (let i = 0; i < released.length; i += HISTORY_BATCH) {
-      await db
-        .insertInto('node_history')
-        .values(
-          released.slice(i, i + HISTORY_BATCH).map((n) => ({
-            uuid: randomUUID(),
-            node_id: n.id,
-            conductor: options.by,
-            event_type: 'conductor',
-            severity: 'WARNING',
-            event,
-          })),
-        )
-        .execute();
-    }
+    await writeHistory(
+      store,
+      released.map((n) => ({ nodeId: n.id, conductor: options.by, eventType: 'conductor', severity: 'WARNING', event })),
+      db,
+    );
     return released.map((n) => n.uuid);
   };
   if (store.engine !== 'postgres') return run(store.db);

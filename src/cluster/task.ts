@@ -4,22 +4,29 @@
  * An exclusive task holds the node's reservation for its whole life and every write it makes is
  * conditional on still holding it, so a conductor whose lock was taken away (survivors judged it
  * dead) cannot overwrite the node afterwards. A shared task only reads: it takes no lock and refuses
- * writes. A `TaskTracker` counts the exclusive tasks in flight so that a conductor's graceful stop can
- * wait for its locked work.
+ * writes. Tasks are taken one at a time (`acquireTask`) or a batch at a time (`acquireTasks`, for
+ * take-over); either way a `TaskTracker` counts the exclusive tasks in flight so that a conductor's
+ * graceful stop can wait for its locked work. The locking itself, history and affinity writes are
+ * `reservations.ts`'s.
  */
-import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Updateable } from 'kysely';
 import type { Store } from '../db/connect.js';
 import type { NodesTable } from '../db/schema.js';
 import { ConductorStopping, NodeNotFound, NodeNotLocked, SharedTaskWrite, TaskReleased } from './errors.js';
-import { nodeKey, releaseNode, reserveNode } from './reservations.js';
-import type { NodeRef, NodeRow, ReserveOptions } from './reservations.js';
+import { nodeKey, releaseNode, releaseNodes, reserveNode, reserveNodes, writeHistory } from './reservations.js';
+import type { HistorySeverity, NodeRef, NodeRow, ReleasedNode, ReleaseOptions, ReserveOptions } from './reservations.js';
+
+export { HISTORY_SEVERITIES } from './reservations.js';
+export type { HistorySeverity, ReleasedNode, ReleaseOptions } from './reservations.js';
 
 /** The node's JSON columns: a patch gives them as objects, the task encodes them. */
 type JsonColumn = 'driver_info' | 'driver_internal_info' | 'properties' | 'instance_info' | 'extra';
-/** Columns a task never writes: identity, the lock itself, and timestamps the task maintains. */
-type FixedColumn = 'id' | 'uuid' | 'reservation' | 'created_at' | 'updated_at';
+/**
+ * Columns a task never writes: identity, the lock itself, timestamps the task maintains, and
+ * `conductor_affinity`, which only a release says (`release({ affinity })`), with the lock.
+ */
+type FixedColumn = 'id' | 'uuid' | 'reservation' | 'conductor_affinity' | 'created_at' | 'updated_at';
 
 /** The columns an exclusive task may change; JSON columns as plain objects. */
 export type NodePatch = Omit<Updateable<NodesTable>, FixedColumn | JsonColumn> & {
@@ -27,7 +34,7 @@ export type NodePatch = Omit<Updateable<NodesTable>, FixedColumn | JsonColumn> &
 };
 
 const JSON_PATCH_COLUMNS: readonly JsonColumn[] = ['driver_info', 'driver_internal_info', 'properties', 'instance_info', 'extra'];
-const FIXED_COLUMNS: readonly FixedColumn[] = ['id', 'uuid', 'reservation', 'created_at', 'updated_at'];
+const FIXED_COLUMNS: readonly FixedColumn[] = ['id', 'uuid', 'reservation', 'conductor_affinity', 'created_at', 'updated_at'];
 
 /** PostgreSQL NOTIFY channel announcing that a node changed (payload: its conductor group). */
 export const NODES_CHANNEL = 'ironring_nodes';
@@ -36,10 +43,6 @@ export const NODES_CHANNEL = 'ironring_nodes';
 export function announceNodeChange(store: Store, group: string): void {
   store.notify(NODES_CHANNEL, group).catch(() => undefined);
 }
-
-/** Ironic's node history severities. */
-export const HISTORY_SEVERITIES = ['INFO', 'WARNING', 'ERROR'] as const;
-export type HistorySeverity = (typeof HISTORY_SEVERITIES)[number];
 
 /** One entry of a node's history. */
 export interface HistoryEntry {
@@ -74,8 +77,13 @@ export interface NodeTask {
   recordHistory(entry: HistoryEntry): Promise<void>;
   /** Re-reads the node. Throws `NodeNotFound` if it was deleted. */
   refresh(): Promise<NodeRow>;
-  /** Drops the lock (if any) and leaves the tracker; idempotent, and quiet if the lock was already lost. */
-  release(): Promise<void>;
+  /**
+   * Drops the lock (if any) and leaves the tracker; idempotent, and quiet if the lock was already
+   * lost. With `affinity`, the work of this task left the node booting from that conductor's files:
+   * `conductor_affinity` is set in the same conditional write. Resolves with the node as released,
+   * or null when nothing was released (a shared task, released before, or the lock lost).
+   */
+  release(options?: ReleaseOptions): Promise<ReleasedNode | null>;
 }
 
 /** How to take a task. */
@@ -95,7 +103,7 @@ export interface AcquireOptions {
 class Task implements NodeTask {
   #node: NodeRow;
   #released = false;
-  #releasing: Promise<void> | undefined;
+  #releasing: Promise<ReleasedNode | null> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -153,19 +161,7 @@ class Task implements NodeTask {
     // History is append-only and separate from the node row, so a shared task may record too (e.g.
     // a failed read-only check); released tasks may not, their node may be someone else's by now.
     if (this.#released) throw new TaskReleased(this.#node.uuid);
-    await this.store.db
-      .insertInto('node_history')
-      .values({
-        uuid: randomUUID(),
-        node_id: this.#node.id,
-        conductor: this.host,
-        event_type: entry.eventType,
-        severity: entry.severity,
-        event: entry.event,
-        user: entry.user ?? null,
-        created_at: this.store.sqlNow(),
-      })
-      .execute();
+    await writeHistory(this.store, [{ nodeId: this.#node.id, conductor: this.host, ...entry }]);
   }
 
   async refresh(): Promise<NodeRow> {
@@ -175,19 +171,20 @@ class Task implements NodeTask {
     return row;
   }
 
-  release(): Promise<void> {
-    if (this.#released) return Promise.resolve();
-    this.#releasing ??= this.#release().finally(() => {
+  release(options: ReleaseOptions = {}): Promise<ReleasedNode | null> {
+    if (this.#released) return Promise.resolve(null);
+    this.#releasing ??= this.#release(options).finally(() => {
       this.#releasing = undefined;
     });
     return this.#releasing;
   }
 
-  async #release(): Promise<void> {
+  async #release(options: ReleaseOptions): Promise<ReleasedNode | null> {
+    let released: ReleasedNode | null = null;
     try {
       if (!this.shared) {
         try {
-          await releaseNode(this.store, this.#node.id, this.host);
+          released = await releaseNode(this.store, this.#node.id, this.host, options);
           // The end of a change: reconcilers elsewhere look now instead of at their next poll.
           announceNodeChange(this.store, this.#node.conductor_group);
         } catch (err) {
@@ -197,11 +194,22 @@ class Task implements NodeTask {
         }
       }
       this.#released = true;
+      return released;
     } finally {
       // The work is over either way; a lock left behind by a failed release is cleared with the
       // conductor's own stale locks, so shutdown must not wait for it.
       this.tracker?.unregister(this);
     }
+  }
+
+  /**
+   * Ends the task after `releaseTasks` dropped its lock with others' in one write (`released`), or
+   * failed to (the lock is then left to the clean-up of the conductor's own stale locks, as a
+   * failed `release` leaves it): either way the work is over for the tracker.
+   */
+  settleBatchRelease(released: boolean): void {
+    if (released) this.#released = true;
+    this.tracker?.unregister(this);
   }
 }
 
@@ -224,6 +232,87 @@ export async function acquireTask(store: Store, node: NodeRef, options: AcquireO
   const task = new Task(store, row, shared, options.host, options.purpose, shared ? undefined : options.tracker);
   if (!shared) options.tracker?.register(task);
   return task;
+}
+
+/** How to take a batch of tasks (`acquireTasks`). */
+export interface AcquireBatchOptions {
+  /** Hostname of the conductor taking the tasks. */
+  host: string;
+  /** What the tasks are for (e.g. `take over`). */
+  purpose?: string;
+  /** Tracker to register the tasks with until they are released. */
+  tracker?: TaskTracker;
+  /** Only nodes of this conductor group. */
+  group?: string;
+  /**
+   * The stamps (`updated_at` as text) the caller decided on, by node id: a node written since is
+   * released again at once and not returned, so a decision made on an old row never overwrites a
+   * newer one. Nodes missing here are not checked.
+   */
+  unchangedSince?: ReadonlyMap<number, string>;
+}
+
+/**
+ * Takes exclusive tasks on the free nodes among `ids` in one conditional UPDATE per batch (no
+ * retries: a held node is simply not returned, the caller tries again later). Nodes that changed
+ * since the caller's read (`unchangedSince`) are unlocked again and reported in `changed`. Throws
+ * `ConductorStopping` while the tracker drains.
+ */
+export async function acquireTasks(store: Store, ids: readonly number[], options: AcquireBatchOptions): Promise<{ tasks: NodeTask[]; changed: NodeRow[] }> {
+  if (options.tracker?.draining) throw new ConductorStopping(options.host);
+  const rows = await reserveNodes(store, ids, options.host, options.group === undefined ? {} : { group: options.group });
+  const tasks: NodeTask[] = [];
+  const changed: NodeRow[] = [];
+  for (const { stamp, ...row } of rows) {
+    const expected = options.unchangedSince?.get(row.id);
+    if (expected !== undefined && expected !== stamp) {
+      changed.push(row);
+      continue;
+    }
+    const task = new Task(store, row, false, options.host, options.purpose, options.tracker);
+    options.tracker?.register(task);
+    tasks.push(task);
+  }
+  if (changed.length > 0) {
+    await releaseNodes(
+      store,
+      changed.map((n) => n.id),
+      options.host,
+    );
+  }
+  return { tasks, changed };
+}
+
+/**
+ * Releases tasks taken by `acquireTasks` (or one by one) in one conditional write per batch — with
+ * `affinity`, setting `conductor_affinity` in it too (see `NodeTask.release`) — and returns the
+ * nodes released; tasks whose lock was lost meanwhile are settled without touching their node.
+ * `announce` (default true) tells the other conductors' reconcilers that the nodes changed.
+ */
+export async function releaseTasks(store: Store, tasks: readonly NodeTask[], options: ReleaseOptions & { announce?: boolean } = {}): Promise<ReleasedNode[]> {
+  const open = tasks.filter((t) => !t.released && !t.shared);
+  if (open.length === 0) return [];
+  const host = open[0]!.host;
+  if (open.some((t) => t.host !== host)) throw new Error('releaseTasks: tasks of different hosts');
+  let released: ReleasedNode[];
+  try {
+    released = await releaseNodes(
+      store,
+      open.map((t) => t.node.id),
+      host,
+      options.affinity === undefined ? {} : { affinity: options.affinity },
+    );
+  } catch (err) {
+    for (const task of open) if (task instanceof Task) task.settleBatchRelease(false);
+    throw err;
+  }
+  for (const task of open) {
+    if (task instanceof Task) task.settleBatchRelease(true);
+    // Another implementation of the interface: released its own way (its lock is gone already).
+    else await task.release();
+  }
+  if (options.announce ?? true) for (const group of new Set(open.map((t) => t.node.conductor_group))) announceNodeChange(store, group);
+  return released;
 }
 
 /**

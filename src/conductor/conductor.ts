@@ -168,6 +168,8 @@ export class Conductor {
       drivers,
       logger: this.log,
       conductorId: () => this.conductorId,
+      // Called only once work runs, which is after the reconciler below is built.
+      bootStateMade: (uuid, stamp, ports) => reconciler.bootStateMade(uuid, stamp, ports),
       retry: { attempts: config.conductor.node_locked_retry_attempts, intervalMs: config.conductor.node_locked_retry_interval * 1000 },
     });
     const reconciler = new Reconciler({

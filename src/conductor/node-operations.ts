@@ -12,11 +12,11 @@ import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { automatedCleanSteps, BOOT_DEVICES, executeCleanStep, PowerActionFailed, validateCleanSteps } from '../drivers/index.js';
-import type { BootDevice, CleanStepRequest, DriverTask, PowerState } from '../drivers/index.js';
+import type { BootDevice, CleanStepRequest, DriverPort, DriverTask, PowerState } from '../drivers/index.js';
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
-import { applyAction, finishEvent, transition } from '../nodes/state-machine.js';
+import { applyAction, bootNeed, finishEvent, stateKind, transition } from '../nodes/state-machine.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
@@ -51,10 +51,19 @@ export interface NodeOperationsDeps {
   retry: { attempts: number; intervalMs: number };
   /** This conductor's row id, for `conductor_affinity` when its work leaves boot files here. */
   conductorId?: () => number | undefined;
+  /**
+   * Told when work left a node resting on boot files made here, as of the release that said so
+   * (`conductor_affinity` set, the row's stamp then, the ports the files were made for): the
+   * reconciler then knows them current and does not take over its own node again.
+   */
+  bootStateMade?: (uuid: string, stamp: string, ports: readonly DriverPort[]) => void;
 }
 
-/** States whose work leaves the node booting from this conductor's files. */
-const NETWORK_BOOT_STATES: ReadonlySet<string> = new Set(['active', 'wait call-back', 'clean wait', 'inspect wait', 'rescue wait', 'rescue']);
+/**
+ * True when a node that comes to rest in `state` boots from the files its work left on this
+ * conductor (a working state is not a rest: the next step decides).
+ */
+const restsOnOwnBootFiles = (state: ProvisionState): boolean => stateKind(state) !== 'working' && bootNeed(state) !== 'none';
 const RESUMABLE_STATES: ReadonlySet<string> = new Set(WORKING_STATES);
 
 export class NodeOperations {
@@ -232,43 +241,68 @@ export class NodeOperations {
    * driver, then `done`, `wait` or `fail` moves it on.
    */
   private async drive(task: NodeTask): Promise<void> {
+    const ports = await this.runSteps(task);
+    await this.releaseOnOwnBootFiles(task, ports);
+  }
+
+  /**
+   * Releases a node whose work left it resting on boot files made here with `conductor_affinity`
+   * naming this conductor, in the same conditional write (the one path that sets affinity, as a
+   * take-over's release does), and tells the reconciler the files are current as of that write.
+   * Any other node is left to the caller's plain release.
+   */
+  private async releaseOnOwnBootFiles(task: NodeTask, ports: readonly DriverPort[] | undefined): Promise<void> {
+    const me = this.deps.conductorId?.();
+    if (me === undefined || ports === undefined || !restsOnOwnBootFiles(task.node.provision_state as ProvisionState)) return;
+    const released = await task.release({ affinity: me });
+    if (released !== null) this.deps.bootStateMade?.(released.uuid, released.stamp, ports);
+  }
+
+  /**
+   * The steps of `drive`; returns the ports the driver work of the last step that moved the node
+   * saw (undefined when no step moved it: then no work of this drive made its files).
+   */
+  private async runSteps(task: NodeTask): Promise<readonly DriverPort[] | undefined> {
+    let ports: readonly DriverPort[] | undefined;
     for (let steps = 0; steps < 10; steps++) {
       const node = task.node;
       const status: ProvisionStatus = { state: node.provision_state as ProvisionState, target: node.target_provision_state as StableState | null };
       let result: StepResult;
       let error: string | null = null;
+      let stepPorts: readonly DriverPort[] | undefined;
       try {
-        result = await this.work(task, status);
+        const driverTask = await this.driverTask(task);
+        stepPorts = driverTask.ports;
+        result = await this.work(task, driverTask, status);
       } catch (err) {
         error = (err as Error).message;
         // A failed adoption leaves the recorded power state meaningless, as Ironic wipes it.
         result = { event: 'fail', ...(status.state === 'adopting' ? { changes: { power_state: null } } : {}) };
       }
       const { event } = result;
-      if (event === null) return;
+      if (event === null) return ports;
       // A step the table refuses is a bug in this file, not the node's fault: fail loudly.
       const next = transition(status, event);
-      const me = this.deps.conductorId?.();
       await task.update({
-        ...(me !== undefined && NETWORK_BOOT_STATES.has(next.state) ? { conductor_affinity: me } : {}),
         provision_state: next.state,
         target_provision_state: next.target,
         provision_updated_at: new Date(),
         ...(error !== null ? { last_error: error } : {}),
         ...result.changes,
       });
+      ports = stepPorts;
       await task.recordHistory({
         eventType: 'provisioning',
         severity: event === 'fail' ? 'ERROR' : 'INFO',
         event: `${status.state} → ${next.state}${error !== null ? `: ${error}` : ''}`,
       });
-      if (event === 'wait' || event === 'fail') return;
+      if (event === 'wait' || event === 'fail') return ports;
     }
+    return ports;
   }
 
   /** The driver work of one intermediate state; a null event for a state that rests. */
-  private async work(task: NodeTask, status: ProvisionStatus): Promise<StepResult> {
-    const driverTask = await this.driverTask(task);
+  private async work(task: NodeTask, driverTask: DriverTask, status: ProvisionStatus): Promise<StepResult> {
     const { driver } = driverTask;
     switch (status.state) {
       case 'verifying':

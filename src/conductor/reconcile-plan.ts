@@ -22,28 +22,18 @@
  * - A directory with no node in the group's list (deleted, or moved to another group) is removed
  *   after `orphanGraceMs`.
  */
+import { CONDUCTOR_BOOT_STATES } from '../nodes/state-machine.js';
 import { WORKING_STATES } from '../nodes/states.js';
 import type { NodeBrief, Port } from './reconcile-inputs.js';
 import { fingerprint } from './reconcile-inputs.js';
 import type { MemoryUpdates, NodeMemoryView } from './reconcile-memory.js';
 
 /**
- * Provision states in which a node boots from its conductor's files (the instance for `active` with
- * a network-booted deploy; the deploy ramdisk while it is cleaned, inspected, rescued or waits for
- * its ramdisk to call back).
+ * Provision states in which a node boots from its conductor's files, as the state table says
+ * (`CONDUCTOR_BOOT_STATES`): the instance for `active`, the deploy ramdisk while it is cleaned,
+ * inspected or deployed, the rescue agent while rescued.
  */
-export const BOOT_STATE_STATES: ReadonlySet<string> = new Set([
-  'active',
-  'wait call-back',
-  'clean wait',
-  'inspect wait',
-  'rescue wait',
-  'rescue',
-  'deploying',
-  'cleaning',
-  'inspecting',
-  'rescuing',
-]);
+export const BOOT_STATE_STATES: ReadonlySet<string> = CONDUCTOR_BOOT_STATES;
 
 /** States whose work runs in the memory of the conductor holding the node's lock. */
 export const WORKING: ReadonlySet<string> = new Set(WORKING_STATES);

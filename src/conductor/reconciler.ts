@@ -18,7 +18,8 @@ import { SerialWork } from '../common/serial-work.js';
 import type { RunCause } from '../common/serial-work.js';
 import { NODES_CHANNEL } from '../cluster/task.js';
 import { executePlan } from './reconcile-executor.js';
-import { readPassInputs } from './reconcile-inputs.js';
+import { fingerprint, readPassInputs } from './reconcile-inputs.js';
+import type { Port } from './reconcile-inputs.js';
 import { NodeMemory } from './reconcile-memory.js';
 import type { ReconcilerOptions } from './reconcile-options.js';
 import { planPass } from './reconcile-plan.js';
@@ -103,6 +104,16 @@ export class Reconciler {
     const before = this.pendingTrigger;
     const reasons = before && !before.reason.split(', ').includes(reason) ? `${before.reason}, ${reason}` : (before?.reason ?? reason);
     this.pendingTrigger = { reason: reasons, verify: verify || (before?.verify ?? false) };
+  }
+
+  /**
+   * Records that this conductor's own node work left `uuid` booting from files made here, as of the
+   * release that set its affinity (`stamp`) with these ports: the next pass finds it current and
+   * leaves it alone instead of taking over its own node again.
+   */
+  bootStateMade(uuid: string, stamp: string, ports: readonly Port[]): void {
+    this.memory.markCurrent(uuid, fingerprint(stamp, ports));
+    this.memory.clearFailure(uuid);
   }
 
   /** Resolves with the report of the next pass to finish (triggering one if none is due). */

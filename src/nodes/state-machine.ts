@@ -4,14 +4,20 @@
  * rules around it — stable vs. intermediate states, the target each intermediate state heads for,
  * which transitions an API action may fire and which only a conductor may.
  *
- * Pure and synchronous: plain values in, plain values out. Conductors persist what `transition`
- * returns; the API asks `applyAction` before it hands anything to a conductor.
+ * The table also says what a node boots from its conductor in each state (`boot`), and every list
+ * of "states that need boot files" elsewhere is derived from that column (`bootNeed`,
+ * `CONDUCTOR_BOOT_STATES`), so a new state gets its boot decision here, once.
+ *
+ * Pure and synchronous: plain values in, plain values out. The API asks `isActionAllowed` before it
+ * hands an action to a conductor; the conductor, holding the node's lock, applies it with
+ * `applyAction` and persists what `transition` returns as the work goes on.
  */
 import { IronringError } from '../common/errors.js';
 import { ACTION_EVENT, ACTION_MIN_VERSION, CANONICAL_ACTIONS, EVENT_ACTION } from './states.js';
 import type {
   ActionEvent,
   ApiVersion,
+  BootNeed,
   CanonicalAction,
   ProvisionAction,
   ProvisionEvent,
@@ -37,33 +43,65 @@ export interface TransitionRule {
   readonly target?: StableState;
 }
 
-/** What each state is and, for intermediate states, which stable state it heads for by default. */
-export const STATE_INFO: Readonly<Record<ProvisionState, { readonly kind: StateKind; readonly target: StableState | null }>> = {
-  enroll: { kind: 'stable', target: null },
-  verifying: { kind: 'working', target: 'manageable' },
-  manageable: { kind: 'stable', target: null },
-  inspecting: { kind: 'working', target: 'manageable' },
-  'inspect wait': { kind: 'waiting', target: 'manageable' },
-  'inspect failed': { kind: 'failed', target: 'manageable' },
-  cleaning: { kind: 'working', target: 'available' },
-  'clean wait': { kind: 'waiting', target: 'available' },
-  'clean failed': { kind: 'failed', target: 'available' },
-  available: { kind: 'stable', target: null },
-  deploying: { kind: 'working', target: 'active' },
-  'wait call-back': { kind: 'waiting', target: 'active' },
-  'deploy failed': { kind: 'failed', target: 'active' },
-  active: { kind: 'stable', target: null },
-  deleting: { kind: 'working', target: 'available' },
-  error: { kind: 'stable', target: null },
-  rescuing: { kind: 'working', target: 'rescue' },
-  'rescue wait': { kind: 'waiting', target: 'rescue' },
-  rescue: { kind: 'stable', target: null },
-  'rescue failed': { kind: 'failed', target: 'rescue' },
-  unrescuing: { kind: 'working', target: 'active' },
-  'unrescue failed': { kind: 'failed', target: 'active' },
-  adopting: { kind: 'working', target: 'active' },
-  'adopt failed': { kind: 'failed', target: 'active' },
+/** One row of the state table: what a state is, where it heads, and what the node boots in it. */
+export interface StateInfo {
+  readonly kind: StateKind;
+  /** For intermediate states, the stable state they head for by default; null for stable ones. */
+  readonly target: StableState | null;
+  /**
+   * What the node boots from its conductor's files in this state. The owner keeps these files
+   * (take-over rebuilds exactly this), replicas pre-cache for it, and `conductor_affinity` names
+   * where they are. Failed states need nothing: the node is left as the failure found it, and the
+   * operator's next action sets it up again.
+   */
+  readonly boot: BootNeed;
+}
+
+/** What each state is, which stable state it heads for by default, and what the node boots in it. */
+export const STATE_INFO: Readonly<Record<ProvisionState, StateInfo>> = {
+  enroll: { kind: 'stable', target: null, boot: 'none' },
+  verifying: { kind: 'working', target: 'manageable', boot: 'none' },
+  manageable: { kind: 'stable', target: null, boot: 'none' },
+  inspecting: { kind: 'working', target: 'manageable', boot: 'deploy' },
+  'inspect wait': { kind: 'waiting', target: 'manageable', boot: 'deploy' },
+  'inspect failed': { kind: 'failed', target: 'manageable', boot: 'none' },
+  cleaning: { kind: 'working', target: 'available', boot: 'deploy' },
+  'clean wait': { kind: 'waiting', target: 'available', boot: 'deploy' },
+  'clean failed': { kind: 'failed', target: 'available', boot: 'none' },
+  available: { kind: 'stable', target: null, boot: 'none' },
+  deploying: { kind: 'working', target: 'active', boot: 'deploy' },
+  // The deploy ramdisk is what calls back: the node must find it, not its instance, when it boots.
+  'wait call-back': { kind: 'waiting', target: 'active', boot: 'deploy' },
+  'deploy failed': { kind: 'failed', target: 'active', boot: 'none' },
+  active: { kind: 'stable', target: null, boot: 'instance' },
+  deleting: { kind: 'working', target: 'available', boot: 'none' },
+  error: { kind: 'stable', target: null, boot: 'none' },
+  rescuing: { kind: 'working', target: 'rescue', boot: 'rescue' },
+  'rescue wait': { kind: 'waiting', target: 'rescue', boot: 'rescue' },
+  rescue: { kind: 'stable', target: null, boot: 'rescue' },
+  'rescue failed': { kind: 'failed', target: 'rescue', boot: 'none' },
+  // Unrescuing boots the node back into its instance; adopting takes over a node running one.
+  unrescuing: { kind: 'working', target: 'active', boot: 'instance' },
+  'unrescue failed': { kind: 'failed', target: 'active', boot: 'none' },
+  adopting: { kind: 'working', target: 'active', boot: 'instance' },
+  'adopt failed': { kind: 'failed', target: 'active', boot: 'none' },
 };
+
+/**
+ * What a node in `state` boots from its conductor's files (`STATE_INFO[state].boot`); `none` for a
+ * name the table does not know (a row written by a newer release), which then gets no boot files.
+ */
+export function bootNeed(state: string): BootNeed {
+  return Object.hasOwn(STATE_INFO, state) ? STATE_INFO[state as ProvisionState].boot : 'none';
+}
+
+/**
+ * States in which a node boots from its conductor's files (boot need other than `none`): the owner
+ * keeps them, replicas pre-cache them, and `/metrics` counts the nodes not yet on their owner.
+ */
+export const CONDUCTOR_BOOT_STATES: ReadonlySet<string> = new Set(
+  (Object.keys(STATE_INFO) as ProvisionState[]).filter((state) => STATE_INFO[state].boot !== 'none'),
+);
 
 const api = (from: ProvisionState, event: ActionEvent, to: ProvisionState, target?: StableState): TransitionRule =>
   target ? { from, event, to, by: 'api', target } : { from, event, to, by: 'api' };
@@ -324,18 +362,25 @@ export function provisionStateAtVersion(state: ProvisionState, version: ApiVersi
   return state;
 }
 
+const BOOT_NEED_TEXT: Readonly<Record<Exclude<BootNeed, 'none'>, string>> = {
+  deploy: 'deploy ramdisk',
+  instance: 'instance',
+  rescue: 'rescue agent',
+};
+
 /**
- * The machine as Markdown for docs: one table of states (kind, default target, allowed actions)
- * and one of transitions. `docs/states.md` embeds it and a test keeps the two identical.
+ * The machine as Markdown for docs: one table of states (kind, default target, boot need, allowed
+ * actions) and one of transitions. `docs/states.md` embeds it and a test keeps the two identical.
  */
 export function renderStateMachineMarkdown(): string {
   const lines: string[] = [
-    '| state | kind | default target | API actions allowed |',
-    '| --- | --- | --- | --- |',
+    '| state | kind | default target | boots from its conductor | API actions allowed |',
+    '| --- | --- | --- | --- | --- |',
   ];
-  for (const [state, info] of Object.entries(STATE_INFO) as [ProvisionState, (typeof STATE_INFO)[ProvisionState]][]) {
+  for (const [state, info] of Object.entries(STATE_INFO) as [ProvisionState, StateInfo][]) {
     const actions = allowedActions(state);
-    lines.push(`| \`${state}\` | ${info.kind} | ${info.target ? `\`${info.target}\`` : '—'} | ${actions.length ? actions.join(', ') : '—'} |`);
+    const boot = info.boot === 'none' ? '—' : BOOT_NEED_TEXT[info.boot];
+    lines.push(`| \`${state}\` | ${info.kind} | ${info.target ? `\`${info.target}\`` : '—'} | ${boot} | ${actions.length ? actions.join(', ') : '—'} |`);
   }
   lines.push('', '| from | event | to | fired by |', '| --- | --- | --- | --- |');
   for (const rule of TRANSITIONS) {

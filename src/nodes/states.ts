@@ -53,9 +53,11 @@ export const STABLE_STATES = ['enroll', 'manageable', 'available', 'active', 'er
 export type StableState = (typeof STABLE_STATES)[number];
 
 /**
- * States in which a conductor is doing the work right now (Ironic's "stuck states treated as
- * fail"): the work runs in the memory of the conductor holding the node's lock. When that conductor
- * dies, the node's owner runs the work again or fails it (docs/takeover.md, "Work left behind").
+ * States in which a conductor is doing the work right now: the work runs in the memory of the
+ * conductor holding the node's lock, so a node found here unlocked has nobody working on it (its
+ * conductor died or stopped, or restarted). Ironic fails such "stuck" states outright; here the
+ * node's owner resumes the work, and fails it only where resuming is not safe (docs/takeover.md,
+ * "Work left behind").
  */
 export const WORKING_STATES = [
   'verifying',
@@ -83,6 +85,16 @@ export const FAILURE_STATES = [
 
 /** How a state behaves: stable, conductor at work, waiting on the node, or failed. */
 export type StateKind = 'stable' | 'working' | 'waiting' | 'failed';
+
+/**
+ * What a node network-boots from its conductor's boot files while in a state: `deploy` — the
+ * deploy ramdisk (cleaning, inspection, a deploy under way or waiting for its ramdisk to call
+ * back); `instance` — the instance's own kernel and ramdisk; `rescue` — the rescue agent; `none` —
+ * nothing of its conductor's (powered off, booting from its disk, or not yet set up for booting).
+ */
+export const BOOT_NEEDS = ['none', 'deploy', 'instance', 'rescue'] as const;
+/** What a node boots from its conductor in one provision state. */
+export type BootNeed = (typeof BOOT_NEEDS)[number];
 
 /**
  * The `target` strings `PUT /v1/nodes/{node}/states/provision` accepts. Several are spellings of

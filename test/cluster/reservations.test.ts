@@ -81,7 +81,9 @@ describe.each(engines)('node reservations on %s', (engine) => {
     it('takes the lock on a retry once the holder released it during the back-off', async () => {
       const node = await insertNode();
       await reserveNode(store, node.id, 'conductor-a');
-      const sleep = vi.fn(async () => releaseNode(store, node.id, 'conductor-a'));
+      const sleep = vi.fn(async () => {
+        await releaseNode(store, node.id, 'conductor-a');
+      });
       const row = await reserveNode(store, node.id, 'conductor-b', { sleep });
       expect(row.reservation).toBe('conductor-b');
       expect(sleep).toHaveBeenCalledTimes(1);

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { ConductorStopping, NodeLocked, NodeNotFound, NodeNotLocked, SharedTaskWrite, TaskReleased } from '../../src/cluster/errors.js';
+import { registerConductor } from '../../src/cluster/membership.js';
 import { releaseReservationsOf, reserveNode } from '../../src/cluster/reservations.js';
-import { TaskTracker, acquireTask, withTask } from '../../src/cluster/task.js';
+import { TaskTracker, acquireTask, acquireTasks, releaseTasks, withTask } from '../../src/cluster/task.js';
 import type { NodePatch } from '../../src/cluster/task.js';
 import type { Store } from '../../src/db/connect.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
@@ -134,6 +136,83 @@ describe.each(engines)('node tasks on %s', (engine) => {
       const history = await store.db.selectFrom('node_history').selectAll().execute();
       expect(history).toHaveLength(1);
       expect(history[0]).toMatchObject({ node_id: node.id, conductor: 'c1', event_type: 'power', severity: 'ERROR', event: 'BMC did not answer', user: 'admin' });
+    });
+  });
+
+  describe('batches of tasks (take-over)', () => {
+    /** A conductor row for `conductor_affinity` to name. */
+    const conductorRow = (hostname: string) => registerConductor(store, { hostname, group: '', drivers: ['fake-hardware'] }, 60);
+    const stampOf = async (id: number) =>
+      (await store.db.selectFrom('nodes').select(sql<string>`cast(updated_at as text)`.as('stamp')).where('id', '=', id).executeTakeFirstOrThrow()).stamp;
+
+    it('lock the free nodes in one go, as tasks the tracker waits for, and leave held ones alone', async () => {
+      const free = [await insertNode(), await insertNode()];
+      const held = await insertNode({ reservation: 'c2' });
+      const tracker = new TaskTracker();
+      const { tasks, changed } = await acquireTasks(store, [...free, held].map((n) => n.id), { host: 'c1', tracker, purpose: 'take over' });
+      expect(tasks.map((t) => t.node.uuid).sort()).toEqual(free.map((n) => n.uuid).sort());
+      expect(changed).toEqual([]);
+      expect(tracker.tasks().map((t) => t.purpose)).toEqual(['take over', 'take over']);
+      expect((await readNode(held.id)).reservation).toBe('c2');
+      const released = await releaseTasks(store, tasks);
+      expect(released.map((r) => r.uuid).sort()).toEqual(free.map((n) => n.uuid).sort());
+      expect(tracker.active).toBe(0);
+      expect(tasks.every((t) => t.released)).toBe(true);
+      for (const n of free) expect((await readNode(n.id)).reservation).toBeNull();
+    });
+
+    it('skip, and unlock again, a node written between the read and the lock', async () => {
+      const same = await insertNode();
+      const moved = await insertNode();
+      const read = new Map([
+        [same.id, await stampOf(same.id)],
+        [moved.id, await stampOf(moved.id)],
+      ]);
+      // Someone else's change lands after the caller read the rows and before it locks them.
+      await withTask(store, moved.id, { host: 'c2' }, (task) => task.update({ provision_state: 'manageable' }));
+      const tracker = new TaskTracker();
+      const { tasks, changed } = await acquireTasks(store, [same.id, moved.id], { host: 'c1', tracker, unchangedSince: read });
+      expect(tasks.map((t) => t.node.id)).toEqual([same.id]);
+      expect(changed.map((n) => n.id)).toEqual([moved.id]);
+      expect(tracker.active).toBe(1);
+      expect(await readNode(moved.id)).toMatchObject({ reservation: null, provision_state: 'manageable' });
+      await releaseTasks(store, tasks);
+    });
+
+    it('set conductor_affinity only in the release, only where the lock is still held', async () => {
+      const kept = await insertNode();
+      const lost = await insertNode();
+      const { tasks } = await acquireTasks(store, [kept.id, lost.id], { host: 'c1' });
+      // Survivors judged c1 dead and another conductor took the node meanwhile.
+      await releaseReservationsOf(store, 'c1', { by: 'c3', reason: 'test' });
+      await reserveNode(store, kept.id, 'c1', { attempts: 1 });
+      await reserveNode(store, lost.id, 'c2', { attempts: 1 });
+      const me = await conductorRow('c1');
+      const released = await releaseTasks(store, tasks, { affinity: me });
+      expect(released.map((r) => r.id)).toEqual([kept.id]);
+      expect(released[0]!.stamp).toBe(await stampOf(kept.id));
+      expect(await readNode(kept.id)).toMatchObject({ reservation: null, conductor_affinity: me });
+      expect(await readNode(lost.id)).toMatchObject({ reservation: 'c2', conductor_affinity: null });
+    });
+
+    it('are refused while the tracker drains', async () => {
+      const node = await insertNode();
+      const tracker = new TaskTracker();
+      tracker.drain();
+      await expect(acquireTasks(store, [node.id], { host: 'c1', tracker })).rejects.toBeInstanceOf(ConductorStopping);
+      expect((await readNode(node.id)).reservation).toBeNull();
+    });
+
+    it('never let a task patch write conductor_affinity: only a release says where the boot files are', async () => {
+      const node = await insertNode();
+      const me = await conductorRow('c1');
+      const task = await acquireTask(store, node.id, { host: 'c1' });
+      await task.update({ power_state: 'power on', conductor_affinity: me } as unknown as NodePatch);
+      expect(await readNode(node.id)).toMatchObject({ power_state: 'power on', conductor_affinity: null });
+      const released = await task.release({ affinity: me });
+      expect(released).toMatchObject({ id: node.id, uuid: node.uuid });
+      expect(await readNode(node.id)).toMatchObject({ reservation: null, conductor_affinity: me });
+      expect(await task.release({ affinity: me })).toBeNull();
     });
   });
 

@@ -60,6 +60,13 @@ export const NEEDS_BOOT_FILES: ReadonlySet<string> = new Set([
   'rescuing',
 ]);
 
+/**
+ * Of those, the states in which the node boots its instance (its `kernel` and `ramdisk`, the
+ * `boot_ramdisk` label); in every other one it boots the deploy ramdisk (`deploy_kernel`,
+ * `deploy_ramdisk`, the `deploy` label) — spelled out here too, not imported.
+ */
+export const BOOTS_INSTANCE: ReadonlySet<string> = new Set(['active']);
+
 /** A host of a judge ring. */
 export interface JudgeHost {
   name: string;

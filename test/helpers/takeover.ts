@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Store } from '../../src/db/connect.js';
-import { judgeRing, liveConductorsBySql, NEEDS_BOOT_FILES } from './take-over-judge.js';
+import { BOOTS_INSTANCE, judgeRing, liveConductorsBySql, NEEDS_BOOT_FILES } from './take-over-judge.js';
 import type { JudgeHost, JudgeRing, JudgeRingMode } from './take-over-judge.js';
 
 export interface TestImage {
@@ -257,7 +257,16 @@ export async function checkInvariants(store: Store, disks: readonly ConductorDis
           violations.push(`${node.uuid}: per-MAC link ${path.basename(link)} on ${owner} does not resolve to its config`);
         }
       }
-      for (const file of ['kernel', 'ramdisk']) {
+      // What the node boots in its state: the instance, or the deploy ramdisk (whose ramdisk calls
+      // back, cleans, inspects or rescues) — and, where the config names a default, that label.
+      const instance = BOOTS_INSTANCE.has(node.provision_state);
+      const label = config === null ? undefined : /^default (\S+)$/m.exec(config)?.[1];
+      const wanted = instance ? 'boot_ramdisk' : 'deploy';
+      if (label !== undefined && label !== wanted) {
+        ok = false;
+        violations.push(`${node.uuid}: config on ${owner} boots ${label} by default, not ${wanted} ("${node.provision_state}")`);
+      }
+      for (const file of instance ? ['kernel', 'ramdisk'] : ['deploy_kernel', 'deploy_ramdisk']) {
         if (!(await exists(path.join(root, node.uuid, file)))) {
           ok = false;
           violations.push(`${node.uuid}: ${file} missing on its owner ${owner}`);

@@ -382,11 +382,13 @@ describe.each(VARIANTS.filter((v) => engines.includes(v.engine)).map((v) => [v.l
       await converged(120_000, 'every node on a live owner');
       const resumed = await store.db.selectFrom('node_history').select('event').where('event', 'like', 'resuming%').execute();
       expect(resumed.length).toBe(deploying.length + cleaning.length);
-      // wait call-back nodes boot the deploy ramdisk from their new owner.
+      // wait call-back nodes boot the deploy ramdisk from their new owner: it is the default label
+      // (every config names deploy_kernel; only the default says what the node boots).
       for (const n of waiting) {
         const row = await store.db.selectFrom('nodes').innerJoin('conductors', 'conductors.id', 'nodes.conductor_affinity').select('tftp_address').where('uuid', '=', n.uuid).executeTakeFirstOrThrow();
         const config = await tftpGet(row.tftp_address!, pxelinuxPath(n.mac));
         expect(config).toContain(`${n.uuid}/deploy_kernel`);
+        expect(config).toMatch(/^default deploy$/m);
       }
     });
 

@@ -10,7 +10,7 @@ import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { ConductorRings } from '../../cluster/conductor-rings.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
-import { BOOT_STATE_STATES } from '../../conductor/reconciler.js';
+import { CONDUCTOR_BOOT_STATES as BOOT_STATE_STATES } from '../../nodes/state-machine.js';
 
 /** Process metrics (CPU, memory, event loop), collected once per process however many apps it builds. */
 let processRegistry: Registry | undefined;

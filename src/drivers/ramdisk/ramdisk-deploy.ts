@@ -4,12 +4,10 @@
  * files at the instance, make the BMC boot from the network for good, power on", and the owning
  * conductor's boot files matter for the node's whole life: `takeOver` rebuilds them on a new owner.
  */
+import { bootNeed } from '../../nodes/state-machine.js';
 import type { DeployInterface, DeployOutcome } from '../deploy.js';
 import { instanceImages } from '../pxe/pxe-boot.js';
 import type { DriverTask } from '../task.js';
-
-/** Provision states in which a node runs the deploy ramdisk rather than its instance. */
-export const RAMDISK_STATES = ['cleaning', 'clean wait', 'inspecting', 'inspect wait', 'rescuing', 'rescue wait', 'rescue'] as const;
 
 export class RamdiskDeploy implements DeployInterface {
   async validate(task: DriverTask): Promise<void> {
@@ -40,9 +38,22 @@ export class RamdiskDeploy implements DeployInterface {
     await task.driver.boot.cleanUpInstance(task);
   }
 
+  /**
+   * Rebuilds what the node boots in its provision state, as the state table says. The rescue agent
+   * runs from the deploy ramdisk (no separate rescue images are modelled), and a state that boots
+   * nothing from its conductor gets nothing.
+   */
   async takeOver(task: DriverTask): Promise<void> {
-    const state = task.node.provision_state;
-    if (state !== undefined && (RAMDISK_STATES as readonly string[]).includes(state)) await task.driver.boot.prepareRamdisk(task);
-    else await task.driver.boot.prepareInstance(task);
+    switch (bootNeed(task.node.provision_state ?? '')) {
+      case 'deploy':
+      case 'rescue':
+        await task.driver.boot.prepareRamdisk(task);
+        return;
+      case 'instance':
+        await task.driver.boot.prepareInstance(task);
+        return;
+      case 'none':
+        return;
+    }
   }
 }
