@@ -21,7 +21,7 @@ import { BODY_LIMIT } from './json-fields.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
 import { computeServerRoutes } from './routes/compute-servers.js';
-import type { ComputeStores } from './routes/compute-servers.js';
+import type { ComputeStores } from '../cells/compute-stores.js';
 import { conductorRoutes } from './routes/conductors.js';
 import { driverRoutes } from './routes/drivers.js';
 import { healthRoutes } from './routes/health.js';
@@ -30,6 +30,7 @@ import { nodeActionRoutes } from './routes/node-actions.js';
 import { nodeRoutes } from './routes/nodes.js';
 import { nodeValidateRoutes } from './routes/node-validate.js';
 import { ConductorRouter } from './conductor-router.js';
+import type { LocalConductor } from './conductor-router.js';
 import { portRoutes } from './routes/ports.js';
 import { ringRoutes } from './routes/ring.js';
 import { rootRoutes } from './routes/root.js';
@@ -38,15 +39,17 @@ export interface ApiDeps {
   store: Store;
   config: Config;
   logger: Logger;
-  /** Hardware types for validation and `/v1/drivers`; the built-in catalogue by default. */
+  /** Hardware types for validation (and the descriptions `/v1/drivers` shows); the built-in catalogue by default. */
   drivers?: DriverRegistry;
   /** The compute tier's databases, when the caller has them open (else opened from config on use). */
   compute?: ComputeStores;
+  /** The conductor of this process, called in-process for the nodes it owns (`ironring up`). */
+  localConductor?: () => LocalConductor | null;
 }
 
 export { BODY_LIMIT };
 
-export function buildApi({ store, config, logger, drivers = createDriverRegistry(), compute }: ApiDeps): FastifyInstance {
+export function buildApi({ store, config, logger, drivers = createDriverRegistry(), compute, localConductor }: ApiDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger.child({ component: 'api' }) as FastifyBaseLogger,
     disableRequestLogging: true,
@@ -103,7 +106,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     conductorRoutes(api, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint, maxLimit: config.api.max_limit });
     ringRoutes(api, { store, config, rings });
     nodeRoutes(api, { store, config, drivers, rings });
-    nodeActionRoutes(api, { store, config, rings, router: new ConductorRouter(config, rings) });
+    nodeActionRoutes(api, { store, config, rings, router: new ConductorRouter(config, rings, localConductor) });
     nodeValidateRoutes(api, { store, drivers });
     driverRoutes(api, { store, config, drivers });
     portRoutes(api, { store, config });

@@ -44,8 +44,9 @@ export function isCell0(cell: Pick<CellMapping, 'uuid'>): boolean {
   return cell.uuid === CELL0_UUID;
 }
 
-function toCell(row: Selectable<CellMappingsTable>): CellMapping {
-  return { id: row.id, uuid: row.uuid, name: row.name, databaseConnection: row.database_connection, disabled: Boolean(row.disabled) };
+/** A cell mapping row as a `CellMapping`. */
+export function toCell(row: Selectable<CellMappingsTable>): CellMapping {
+  return { id: row.id, uuid: row.uuid, name: row.name, databaseConnection: row.database_connection, disabled: row.disabled };
 }
 
 /** Every cell, by name (as `nova-manage cell_v2 list_cells` sorts them). */

@@ -5,7 +5,10 @@
  * status codes themselves: a locked node is 409 Conflict, as in Ironic, and a write through the wrong
  * kind of task is a bug in ironring (500), not something a client can fix.
  */
-import { IronringError, NotFound } from '../common/errors.js';
+import { IronringError } from '../common/errors.js';
+
+/** Lives with the other shared errors, so `nodes` can throw it without importing `cluster`. */
+export { NodeNotFound } from '../common/errors.js';
 
 /**
  * Thrown by `reserveNode` (and so by `acquireTask` for an exclusive task) when another conductor
@@ -26,16 +29,6 @@ export class NodeLocked extends IronringError {
         ? `node ${node} is locked by another conductor, please retry later`
         : `node ${node} is locked by conductor ${holder}, please retry later`,
     );
-  }
-}
-
-/** Thrown when a node named by id, uuid or name does not exist (or was deleted meanwhile). */
-export class NodeNotFound extends NotFound {
-  constructor(
-    /** The node as it was asked for: id, uuid or name. */
-    readonly node: string | number,
-  ) {
-    super(`node ${String(node)} could not be found`);
   }
 }
 

@@ -9,6 +9,9 @@
 import { sql } from 'kysely';
 import { IronringError } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
+import { isUniqueViolation } from '../db/errors.js';
+import { replaceInterfaces } from './hardware-interfaces.js';
+import type { HardwareInterfaceRegistration } from './hardware-interfaces.js';
 
 /** PostgreSQL NOTIFY channel on which membership changes are announced. */
 export const MEMBERSHIP_CHANNEL = 'ironring_conductors';
@@ -26,14 +29,6 @@ export class DuplicateConductor extends IronringError {
         'stop it first or start this one with another --host',
     );
   }
-}
-
-/** A hardware interface a conductor can run, as registered in `conductor_hardware_interfaces`. */
-export interface HardwareInterfaceRegistration {
-  hardwareType: string;
-  interfaceType: string;
-  interfaceName: string;
-  default: boolean;
 }
 
 export interface ConductorRegistration {
@@ -111,7 +106,7 @@ export async function registerConductor(store: Store, reg: ConductorRegistration
       id = inserted.id;
     } catch (err) {
       // Another process registered the same hostname between our update and insert.
-      if (/unique|duplicate/i.test(String((err as Error).message))) {
+      if (isUniqueViolation(err)) {
         throw new DuplicateConductor(reg.hostname, await secondsSinceHeartbeat(store, reg.hostname));
       }
       throw err;
@@ -138,23 +133,6 @@ async function secondsSinceHeartbeat(store: Store, hostname: string): Promise<nu
   return Math.max(0, ((await store.now()).getTime() - row.updated_at.getTime()) / 1000);
 }
 
-async function replaceInterfaces(store: Store, conductorId: number, interfaces: HardwareInterfaceRegistration[]): Promise<void> {
-  await store.db.deleteFrom('conductor_hardware_interfaces').where('conductor_id', '=', conductorId).execute();
-  if (interfaces.length === 0) return;
-  await store.db
-    .insertInto('conductor_hardware_interfaces')
-    .values(
-      interfaces.map((i) => ({
-        conductor_id: conductorId,
-        hardware_type: i.hardwareType,
-        interface_type: i.interfaceType,
-        interface_name: i.interfaceName,
-        default: i.default,
-      })),
-    )
-    .execute();
-}
-
 /**
  * Writes a heartbeat with the database clock. A stopping conductor (offline) keeps heartbeating
  * while it finishes locked work, so survivors know its locks are still held by a living process.
@@ -175,12 +153,26 @@ export async function markOffline(store: Store, conductorId: number, hostname: s
   await store.notify(MEMBERSHIP_CHANNEL, `offline:${hostname}`);
 }
 
+/**
+ * Marks a crashed predecessor's conductor row offline at once — only while the row still is the one
+ * that process registered (same id, hostname and RPC address), so a row another conductor took since
+ * is never touched. The caller must know the predecessor is gone (`ironring up`'s lock file names a
+ * dead process). True when released.
+ */
+export async function releaseConductorOfDeadInstance(store: Store, row: { id: number; hostname: string; rpcUrl: string | null }): Promise<boolean> {
+  let query = store.db.updateTable('conductors').set({ online: false }).where('id', '=', row.id).where('hostname', '=', row.hostname);
+  query = row.rpcUrl === null ? query.where('rpc_url', 'is', null) : query.where('rpc_url', '=', row.rpcUrl);
+  if (Number((await query.executeTakeFirst()).numUpdatedRows) === 0) return false;
+  await store.notify(MEMBERSHIP_CHANNEL, `offline:${row.hostname}`).catch(() => undefined);
+  return true;
+}
+
 /** Every conductor row with its liveness by the database clock, ordered by hostname. */
 export async function listConductors(store: Store, heartbeatTimeout: number, hostname?: string): Promise<ConductorState[]> {
   let query = store.db
     .selectFrom('conductors')
     .select(['id', 'hostname', 'conductor_group', 'online', 'drivers', 'weight', 'rpc_url', 'created_at', 'updated_at'])
-    .select(sql<boolean | number>`case when ${aliveExpression(store, heartbeatTimeout)} then 1 else 0 end`.as('alive'))
+    .select(store.sqlFlag(aliveExpression(store, heartbeatTimeout)).as('alive'))
     .orderBy('hostname');
   if (hostname !== undefined) query = query.where('hostname', '=', hostname);
   const rows = await query.execute();
@@ -189,7 +181,7 @@ export async function listConductors(store: Store, heartbeatTimeout: number, hos
     hostname: r.hostname,
     conductorGroup: r.conductor_group,
     online: r.online,
-    alive: Number(r.alive) === 1,
+    alive: r.alive,
     drivers: r.drivers,
     weight: r.weight,
     rpcUrl: r.rpc_url,

@@ -63,6 +63,16 @@ export class NotFound extends IronringError {
   override readonly httpStatus = 404;
 }
 
+/** Thrown when a node named by id, uuid or name does not exist (or was deleted meanwhile). */
+export class NodeNotFound extends NotFound {
+  constructor(
+    /** The node as it was asked for: id, uuid or name. */
+    readonly node: string | number,
+  ) {
+    super(`node ${String(node)} could not be found`);
+  }
+}
+
 /** Thrown for a request whose content is invalid; the message names the field. */
 export class InvalidParameter extends IronringError {
   override readonly httpStatus = 400;

@@ -6,9 +6,12 @@
 import { destination, pino, stdTimeFunctions } from 'pino';
 import type { Logger } from 'pino';
 import pretty from 'pino-pretty';
-import type { LogLevel } from '../config/options.js';
 
 export type { Logger };
+
+/** Log levels, most verbose first; `silent` logs nothing. The `[DEFAULT] log_level` option offers these. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface LoggerOptions {
   level: LogLevel;

@@ -6,6 +6,7 @@
  * (never from what this process remembers), so the work is idempotent and survives a take-over: a
  * service that inherits an instance from a dead one continues where the node is.
  */
+import { deleteInstanceMapping } from '../cells/instance-mappings.js';
 import type { Logger } from '../common/logger.js';
 import type { Store } from '../db/connect.js';
 import { BaremetalApiError } from './baremetal-client.js';
@@ -220,7 +221,7 @@ export class InstanceWorker {
     }
     this.undeployAsked.delete(row.uuid);
     await this.deps.cell.db.deleteFrom('instances').where('uuid', '=', row.uuid).where('task_state', '=', 'deleting').execute();
-    await this.deps.api.db.deleteFrom('instance_mappings').where('instance_uuid', '=', row.uuid).execute();
+    await deleteInstanceMapping(this.deps.api, row.uuid);
     log.info('instance deleted');
     return 'deleted';
   }

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { IronringError } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
+import { isUniqueViolation } from '../db/errors.js';
 
 /** Compute services register with the binary discovery by service looks for. */
 export { COMPUTE_BINARY } from '../cells/cells.js';
@@ -82,7 +83,7 @@ export async function registerService(store: Store, input: { host: string; binar
       return inserted.id;
     } catch (err) {
       // Another process inserted the same (host, binary) between our update and insert: decide again.
-      if (!/unique|duplicate/i.test(String((err as Error).message))) throw err;
+      if (!isUniqueViolation(err)) throw err;
     }
   }
   throw new DuplicateService(input.host, input.binary);
@@ -133,7 +134,7 @@ export async function listServices(store: Store, binary: string, downTime: numbe
   const rows = await store.db
     .selectFrom('services')
     .select(['id', 'uuid', 'host', 'binary', 'topic', 'disabled', 'forced_down', 'mapped', 'last_seen_up'])
-    .select(sql<boolean | number>`case when ${liveExpression(store, downTime)} then 1 else 0 end`.as('live'))
+    .select(store.sqlFlag(liveExpression(store, downTime)).as('live'))
     .where('binary', '=', binary)
     .orderBy('id')
     .execute();
@@ -147,6 +148,6 @@ export async function listServices(store: Store, binary: string, downTime: numbe
     forcedDown: r.forced_down,
     mapped: r.mapped,
     lastSeenUp: r.last_seen_up,
-    live: Number(r.live) === 1,
+    live: r.live,
   }));
 }

@@ -10,6 +10,7 @@ import { NodeLocked } from '../cluster/errors.js';
 import { acquireTask, withTask } from '../cluster/task.js';
 import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
+import { uniqueViolation } from '../db/errors.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { automatedCleanSteps, BOOT_DEVICES, executeCleanStep, PowerActionFailed, validateCleanSteps } from '../drivers/index.js';
 import type { BootDevice, CleanStepRequest, DriverPort, DriverTask, PowerState } from '../drivers/index.js';
@@ -150,9 +151,9 @@ export class NodeOperations {
       try {
         return await task.update({ ...changes, ...resolved } as NodePatch);
       } catch (err) {
-        const text = String((err as Error).message);
-        if (/unique|duplicate/i.test(text)) {
-          if (/name/.test(text + String((err as { detail?: string }).detail ?? ''))) throw new Conflict(`a node named ${JSON.stringify(changes.name)} already exists`);
+        const violation = uniqueViolation(err);
+        if (violation) {
+          if (violation.columns.includes('name')) throw new Conflict(`a node named ${JSON.stringify(changes.name)} already exists`);
           throw new Conflict(`instance ${changes.instance_uuid} is already associated with another node`);
         }
         throw err;

@@ -3,17 +3,16 @@
  * at the `rpc_url` the conductor publishes; errors travel in the API's error format with their
  * status, so the API passes them on unchanged (NodeLocked → 409, InvalidStateTransition → 400 …).
  * Every route needs the RPC credentials (src/auth/rpc-auth.ts), and no answer carries a node's
- * JSON fields: BMC passwords are write-only outside the conductor that uses them.
+ * JSON fields: BMC passwords are write-only outside the conductor that uses them. An API in the
+ * same process (`ironring up`) calls the same actions directly (`callRpc`), without HTTP.
  */
 import type { FastifyInstance } from 'fastify';
-import { InvalidParameter } from '../common/errors.js';
+import { InvalidParameter, NotFound } from '../common/errors.js';
 import { parseCleanSteps } from '../drivers/index.js';
 import { parsePatch } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { isProvisionAction } from '../nodes/states.js';
 import type { NodeOperations } from './node-operations.js';
-
-type Params = { Params: { uuid: string } };
 
 /**
  * The fields of a node an RPC answer may carry: its identity and states. An allow-list, not a
@@ -30,47 +29,80 @@ export function rpcNodeView(node: NodeRow): Pick<NodeRow, (typeof RPC_NODE_FIELD
   return Object.fromEntries(RPC_NODE_FIELDS.map((k) => [k, node[k]])) as Pick<NodeRow, (typeof RPC_NODE_FIELDS)[number]>;
 }
 
-export function rpcRoutes(app: FastifyInstance, ops: NodeOperations): void {
-  app.post<Params & { Body: unknown }>('/v1/rpc/nodes/:uuid/update', async (request) => ({ node: rpcNodeView(await ops.update(request.params.uuid, parsePatch(request.body))) }));
+/** The HTTP methods RPC actions use. */
+export type RpcMethod = 'GET' | 'POST';
 
-  app.post<Params>('/v1/rpc/nodes/:uuid/destroy', async (request) => {
-    await ops.destroy(request.params.uuid);
+type Handler = (ops: NodeOperations, uuid: string, body: unknown) => Promise<unknown>;
+
+/** The fields of a request body, or none when there is no body. */
+function fields<T extends object>(body: unknown): Partial<T> {
+  return (body ?? {}) as Partial<T>;
+}
+
+/**
+ * Every RPC action, by `<method> <action>`: the one place that checks an action's input and runs
+ * it. The HTTP endpoint (`rpcRoutes`) and an in-process caller (`callRpc`, `ironring up`'s API
+ * calling its own conductor) both go through it, so the two paths cannot drift apart.
+ */
+const ACTIONS: Readonly<Record<string, Handler>> = {
+  'POST update': async (ops, uuid, body) => ({ node: rpcNodeView(await ops.update(uuid, parsePatch(body))) }),
+
+  'POST destroy': async (ops, uuid) => {
+    await ops.destroy(uuid);
     return { ok: true };
-  });
+  },
 
-  app.post<Params & { Body: { target?: unknown; configdrive?: unknown; clean_steps?: unknown } }>('/v1/rpc/nodes/:uuid/provision', async (request) => {
-    const { target, configdrive, clean_steps: cleanSteps } = request.body ?? {};
+  'POST provision': async (ops, uuid, body) => {
+    const { target, configdrive, clean_steps: cleanSteps } = fields<{ target: unknown; configdrive: unknown; clean_steps: unknown }>(body);
     if (!isProvisionAction(target)) throw new InvalidParameter(`target: ${JSON.stringify(target)} is not a provision action`);
-    await ops.provision(request.params.uuid, target, {
+    await ops.provision(uuid, target, {
       ...(configdrive !== undefined ? { configdrive } : {}),
       ...(cleanSteps !== undefined ? { cleanSteps: parseCleanSteps(cleanSteps) } : {}),
     });
     return { ok: true };
-  });
+  },
 
-  app.post<Params & { Body: { target?: unknown; timeout?: unknown } }>('/v1/rpc/nodes/:uuid/power', async (request) => {
-    const { target, timeout } = request.body ?? {};
+  'POST power': async (ops, uuid, body) => {
+    const { target, timeout } = fields<{ target: unknown; timeout: unknown }>(body);
     if (typeof target !== 'string') throw new InvalidParameter('target: required, a power action');
     if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1)) throw new InvalidParameter('timeout: expected a positive integer (seconds)');
-    await ops.power(request.params.uuid, target, timeout as number | undefined);
+    await ops.power(uuid, target, timeout as number | undefined);
     return { ok: true };
-  });
+  },
 
-  app.post<Params & { Body: { boot_device?: unknown; persistent?: unknown } }>('/v1/rpc/nodes/:uuid/boot_device', async (request) => {
-    const { boot_device: device, persistent } = request.body ?? {};
+  'POST boot_device': async (ops, uuid, body) => {
+    const { boot_device: device, persistent } = fields<{ boot_device: unknown; persistent: unknown }>(body);
     if (typeof device !== 'string') throw new InvalidParameter('boot_device: required');
     if (persistent !== undefined && typeof persistent !== 'boolean') throw new InvalidParameter('persistent: expected true or false');
-    await ops.setBootDevice(request.params.uuid, device, persistent ?? false);
+    await ops.setBootDevice(uuid, device, persistent ?? false);
     return { ok: true };
-  });
+  },
 
-  app.get<Params>('/v1/rpc/nodes/:uuid/boot_device', (request) => ops.getBootDevice(request.params.uuid));
+  'GET boot_device': (ops, uuid) => ops.getBootDevice(uuid),
 
-  app.post<Params & { Body: { maintenance?: unknown; reason?: unknown } }>('/v1/rpc/nodes/:uuid/maintenance', async (request) => {
-    const { maintenance, reason } = request.body ?? {};
+  'POST maintenance': async (ops, uuid, body) => {
+    const { maintenance, reason } = fields<{ maintenance: unknown; reason: unknown }>(body);
     if (typeof maintenance !== 'boolean') throw new InvalidParameter('maintenance: expected true or false');
     if (reason !== undefined && reason !== null && typeof reason !== 'string') throw new InvalidParameter('reason: expected a string');
-    await ops.setMaintenance(request.params.uuid, maintenance, (reason as string | null | undefined) ?? null);
+    await ops.setMaintenance(uuid, maintenance, (reason as string | null | undefined) ?? null);
     return { ok: true };
-  });
+  },
+};
+
+/**
+ * Runs RPC `action` on node `uuid` in this process, exactly as the endpoint would, and resolves to
+ * its answer; throws the action's own errors (each with its HTTP status). Throws `NotFound` for an
+ * action the endpoint does not have.
+ */
+export function callRpc(ops: NodeOperations, method: RpcMethod, action: string, uuid: string, body?: unknown): Promise<unknown> {
+  const handler = ACTIONS[`${method} ${action}`];
+  if (!handler) return Promise.reject(new NotFound(`no RPC action ${method} ${action}`));
+  return handler(ops, uuid, body);
+}
+
+export function rpcRoutes(app: FastifyInstance, ops: NodeOperations): void {
+  for (const [key, handler] of Object.entries(ACTIONS)) {
+    const [method, action] = key.split(' ') as [RpcMethod, string];
+    app.route<{ Params: { uuid: string }; Body: unknown }>({ method, url: `/v1/rpc/nodes/:uuid/${action}`, handler: (request) => handler(ops, request.params.uuid, request.body) });
+  }
 }

@@ -6,8 +6,11 @@
  * `IRONRING_…` environment variables and the typed `Config` object the rest of the code reads.
  */
 
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+import { LOG_LEVELS } from '../common/logger.js';
+import type { LogLevel } from '../common/logger.js';
+
+export { LOG_LEVELS };
+export type { LogLevel };
 
 export const HASH_RING_MODES = ['balanced', 'tooz'] as const;
 

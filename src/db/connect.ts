@@ -1,20 +1,21 @@
 /**
  * Opening a database from a URL — SQLite for one host, PostgreSQL for many — behind one Kysely
  * handle, with the engine's settings applied (WAL and a busy timeout on SQLite; a pool, int8 as
- * number on PostgreSQL) and "now" read from the database clock.
+ * number on PostgreSQL), "now" read from the database clock, and the same JavaScript types from
+ * both engines (computed flags included: `sqlFlag`).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import type { RawBuilder } from 'kysely';
+import type { Expression, RawBuilder, SqlBool } from 'kysely';
 import pg from 'pg';
 import { DatabaseUnavailable, DatabaseUrlError } from '../common/errors.js';
 import { maskUrl } from '../common/mask.js';
 import { listenPostgres } from './notifications.js';
 import type { ListenHandlers, Listener } from './notifications.js';
 import type { Database } from './schema.js';
-import { SQLITE_TIME_FORMAT, wrapSqlite } from './sqlite-values.js';
+import { SQLITE_TIME_FORMAT, sqliteFlag, wrapSqlite } from './sqlite-values.js';
 
 export const ENGINES = ['sqlite', 'postgres'] as const;
 export type Engine = (typeof ENGINES)[number];
@@ -90,6 +91,11 @@ export interface Store {
   sqlNow(): RawBuilder<Date>;
   /** An SQL expression for the database clock's time `seconds` ago, for liveness cut-offs. */
   sqlSecondsAgo(seconds: number): RawBuilder<Date>;
+  /**
+   * A computed flag to select (`store.sqlFlag(cond).as('alive')`): reads as `true` or `false` on
+   * both engines — false also when the condition is unknown (null) — never as 0/1.
+   */
+  sqlFlag(condition: Expression<SqlBool>): RawBuilder<boolean>;
   /** The database clock's current time. Liveness is judged by this, never by `Date.now()`. */
   now(): Promise<Date>;
   /**
@@ -144,6 +150,7 @@ function openSqlite(target: Extract<DatabaseTarget, { engine: 'sqlite' }>, optio
     displayUrl,
     sqlNow,
     sqlSecondsAgo: (seconds) => sql<Date>`strftime(${sql.lit(SQLITE_TIME_FORMAT)}, 'now', ${`-${seconds} seconds`})`,
+    sqlFlag: sqliteFlag,
     async now() {
       const row = await sql<{ now: string }>`select ${sqlNow()} as now`.execute(db);
       return new Date(row.rows[0]!.now);
@@ -157,10 +164,14 @@ function openSqlite(target: Extract<DatabaseTarget, { engine: 'sqlite' }>, optio
   };
 }
 
-/** int8 (counts, sums) as a JS number; ids are `serial` (int4), so nothing here nears 2**53. */
+/**
+ * Numbers as JS numbers, as SQLite gives them: int8 (counts, sums) and numeric (averages, sums of
+ * int8). Ids are `serial` (int4) and nothing stored nears 2**53, so no precision is lost here.
+ */
+const PG_NUMBER_TYPES: ReadonlySet<number> = new Set([20, 1700]);
 const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === 20 && format !== 'binary') return (value: string) => Number(value);
+    if (PG_NUMBER_TYPES.has(oid) && format !== 'binary') return (value: string) => Number(value);
     return pg.types.getTypeParser(oid, format);
   },
 } as pg.CustomTypesConfig;
@@ -186,6 +197,7 @@ function openPostgres(target: Extract<DatabaseTarget, { engine: 'postgres' }>, o
     displayUrl,
     sqlNow,
     sqlSecondsAgo: (seconds) => sql<Date>`(clock_timestamp() - make_interval(secs => ${seconds}))`,
+    sqlFlag: (condition) => sql<boolean>`coalesce((${condition}), false)`,
     async now() {
       const row = await sql<{ now: Date }>`select ${sqlNow()} as now`.execute(db);
       return row.rows[0]!.now;

@@ -2,10 +2,10 @@
  * Kysely types of every table (DESIGN §3), for both dialects.
  *
  * Reads always give `Date` for timestamps, `boolean` for flags and parsed objects for JSON columns,
- * whichever the engine: PostgreSQL does it natively, SQLite through `SqliteValuesPlugin`, driven by the
- * column-name sets below. Writes pass JSON columns as `JSON.stringify(…)` text.
+ * whichever the engine: PostgreSQL does it natively, SQLite through `sqlite-values.ts`, driven by
+ * `COLUMN_KINDS` below. Writes pass JSON columns as `JSON.stringify(…)` text.
  */
-import type { ColumnType, Generated, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable, SelectType } from 'kysely';
 
 /** A timestamp: read as `Date`, written as a `Date`, an ISO string or a database-clock expression. */
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -225,17 +225,35 @@ export interface Database {
   instances: InstancesTable;
 }
 
-/** Flag columns (0/1 in SQLite), read back as booleans. */
-export const BOOLEAN_COLUMNS: ReadonlySet<string> = new Set([
-  'online', 'default', 'maintenance', 'pxe_enabled', 'disabled', 'queued_for_delete', 'forced_down', 'mapped',
-]);
+/** How a column's values differ from what SQLite stores: flags (0/1), timestamps (ISO-8601 text), JSON (text). */
+export type ColumnKind = 'flag' | 'timestamp' | 'json';
 
-/** Timestamp columns (ISO-8601 text in SQLite), read back as `Date`. */
-export const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set([
-  'created_at', 'updated_at', 'provision_updated_at', 'last_seen_up',
-]);
+/** The kind a column of this (select) type has; `never` for columns stored as read (text, numbers). */
+type KindOf<T> = [NonNullable<T>] extends [boolean] ? 'flag' : [NonNullable<T>] extends [Date] ? 'timestamp' : [NonNullable<T>] extends [object] ? 'json' : never;
 
-/** JSON columns (text in SQLite, jsonb in PostgreSQL), read back parsed. */
-export const JSON_COLUMNS: ReadonlySet<string> = new Set([
-  'drivers', 'driver_info', 'driver_internal_info', 'properties', 'instance_info', 'extra', 'local_link_connection', 'image',
-]);
+/** The columns of one table that need converting, each with its kind. */
+type TableKinds<T> = { [C in keyof T as KindOf<SelectType<T[C]>> extends never ? never : C]: KindOf<SelectType<T[C]>> };
+
+/**
+ * The kind of every column that needs converting, per table. The compiler derives which columns
+ * must be listed (and as what) from the table types above, so a new flag, timestamp or JSON column
+ * cannot be forgotten here. SQLite results are converted by the table and column each result
+ * column comes from, so an alias (`services.disabled as service_disabled`) converts and a computed
+ * column that happens to share a name (`… as online`) does not.
+ */
+export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database[T]> } = {
+  conductors: { online: 'flag', drivers: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  conductor_hardware_interfaces: { default: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
+  nodes: {
+    driver_info: 'json', driver_internal_info: 'json', properties: 'json', instance_info: 'json', extra: 'json',
+    provision_updated_at: 'timestamp', maintenance: 'flag', created_at: 'timestamp', updated_at: 'timestamp',
+  },
+  ports: { pxe_enabled: 'flag', local_link_connection: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  node_history: { created_at: 'timestamp' },
+  cell_mappings: { disabled: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
+  host_mappings: { created_at: 'timestamp', updated_at: 'timestamp' },
+  instance_mappings: { queued_for_delete: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
+  services: { disabled: 'flag', forced_down: 'flag', last_seen_up: 'timestamp', mapped: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
+  compute_nodes: { mapped: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
+  instances: { image: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+};

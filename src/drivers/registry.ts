@@ -1,6 +1,8 @@
 /**
- * The registry of enabled hardware types: answers `GET /v1/drivers`, validates a node's driver and
- * interface choices, and composes a node's interfaces for the conductor.
+ * The registry of enabled hardware types: validates a node's driver and interface choices, composes
+ * a node's interfaces for the conductor, and gives the rows a conductor registers in
+ * `conductor_hardware_interfaces` — which `GET /v1/drivers` lists (this process's own registry
+ * only describes the types there).
  *
  * Enabling follows Ironic: a hardware type's usable implementations of an interface type are the
  * ones it supports that are also enabled (`enabled_<type>_interfaces`), in the hardware type's order
@@ -31,7 +33,7 @@ export interface InterfaceChoice {
   readonly default: string;
 }
 
-/** One enabled hardware type as `GET /v1/drivers` reports it. */
+/** One enabled hardware type: its usable interfaces, as a conductor registers them. */
 export interface HardwareTypeInfo {
   readonly name: string;
   readonly description: string;

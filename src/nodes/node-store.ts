@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Insertable } from 'kysely';
-import { NodeNotFound } from '../cluster/errors.js';
-import { Conflict, InvalidParameter } from '../common/errors.js';
+import { Conflict, InvalidParameter, NodeNotFound } from '../common/errors.js';
 import { UUID_PATTERN } from '../common/uuid.js';
 import type { Store } from '../db/connect.js';
+import { uniqueViolation as engineUniqueViolation } from '../db/errors.js';
 import type { NodeRow, NodesTable } from '../db/schema.js';
 import { NODE_FIELDS } from './node-fields.js';
 
@@ -110,15 +110,14 @@ export async function createNode(store: Store, values: NewNode): Promise<NodeRow
 }
 
 /**
- * Maps a unique-constraint error of either engine to a `Conflict` with the message of the first
- * column it names; other errors pass through unchanged.
+ * Maps a unique violation of either engine to a `Conflict` with the message of the first column it
+ * names; other errors pass through unchanged.
  */
 export function uniqueViolation(err: unknown, columns: ReadonlyArray<readonly [string, string]>): unknown {
-  const message = String((err as Error).message ?? '');
-  const detail = String((err as { detail?: string; constraint?: string }).detail ?? '') + String((err as { constraint?: string }).constraint ?? '');
-  if (!/unique|duplicate/i.test(message)) return err;
+  const violation = engineUniqueViolation(err);
+  if (!violation) return err;
   for (const [column, text] of columns) {
-    if (message.includes(`.${column}`) || detail.includes(`(${column})`) || detail.includes(`_${column}_`)) return new Conflict(text);
+    if (violation.columns.includes(column)) return new Conflict(text);
   }
   return new Conflict(columns[0]?.[1] ?? 'duplicate value');
 }

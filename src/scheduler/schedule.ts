@@ -9,7 +9,6 @@
  * hosts the node is woken (NOTIFY on PostgreSQL, its short poll on SQLite) and deploys it.
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { isCell0, listCells } from '../cells/cells.js';
 import type { CellMapping } from '../cells/cells.js';
 import type { CellStores } from '../cells/cell-stores.js';
@@ -58,7 +57,7 @@ export async function gatherCandidates(deps: ScheduleDeps, nodeUuids: readonly s
         .leftJoin('services', (join) => join.onRef('services.host', '=', 'compute_nodes.host').on('services.binary', '=', COMPUTE_BINARY))
         .leftJoin('instances', 'instances.node', 'compute_nodes.uuid')
         .select(['compute_nodes.uuid as node', 'compute_nodes.host as host', 'services.disabled as disabled', 'instances.uuid as instance'])
-        .select(sql<boolean | number>`case when ${liveExpression(store, deps.serviceDownTime)} then 1 else 0 end`.as('live'))
+        .select(store.sqlFlag(liveExpression(store, deps.serviceDownTime)).as('live'))
         .where('compute_nodes.uuid', 'in', batch)
         .execute();
       const hosts = [...new Set(rows.map((r) => r.host))];
@@ -75,7 +74,7 @@ export async function gatherCandidates(deps: ScheduleDeps, nodeUuids: readonly s
           cellName: cell.name,
           cell,
           mapped: mapped.has(r.host),
-          live: Number(r.live) === 1,
+          live: r.live,
           disabled: Boolean(r.disabled),
           claimed: r.instance !== null,
         };

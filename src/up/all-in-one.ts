@@ -22,7 +22,9 @@ import { openDatabase } from '../db/connect.js';
 import type { Store } from '../db/connect.js';
 import { migrateDatabase } from '../db/migrate.js';
 import { Conductor } from '../conductor/conductor.js';
-import { injectTransport } from '../api/routes/compute-servers.js';
+import { callRpc } from '../conductor/rpc.js';
+import type { LocalConductor } from '../api/conductor-router.js';
+import { injectTransport } from '../compute/in-process-transport.js';
 import { CellStores } from '../cells/cell-stores.js';
 import { CELL0_UUID, COMPUTE_BINARY, createCell, findCell, mapCell0 } from '../cells/cells.js';
 import type { CellMapping } from '../cells/cells.js';
@@ -31,7 +33,7 @@ import { databaseKey } from '../cells/cell-stores.js';
 import { BaremetalClient } from '../compute/baremetal-client.js';
 import { ComputeService } from '../compute/compute-service.js';
 import { SCHEDULER_BINARY, releaseServiceOfDeadInstance, serviceInstance } from '../compute/services.js';
-import { MEMBERSHIP_CHANNEL } from '../cluster/membership.js';
+import { releaseConductorOfDeadInstance } from '../cluster/membership.js';
 import { InstanceLock } from './instance-lock.js';
 import type { InstanceRecord, InstanceRows } from './instance-lock.js';
 import { schedulerFromConfig } from '../scheduler/process.js';
@@ -117,7 +119,8 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
     await mapCell0(apiStore, cells, config.api_database.url);
     const cell = await ensureCell(apiStore, cells, config.compute.cell, config.database.url, logger);
     if (lock.previous) await takeBackRows(lock.previous, { store, apiStore, cells }, logger);
-    app = buildApi({ store, config, logger, compute: { api: apiStore, cells } });
+    // Nodes this process's conductor owns are called in-process; other owners over authenticated RPC.
+    app = buildApi({ store, config, logger, compute: { api: apiStore, cells }, localConductor: () => (conductor ? localCalls(conductor) : null) });
     const apiUrl = await listenApi(app, config.api.address);
     logger.info({ url: apiUrl }, 'API listening');
     const started = new Conductor({ store, config, logger, optionalServers: defaults });
@@ -163,6 +166,15 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
   }
 }
 
+/** The conductor of this process as the API calls it: its RPC actions, without HTTP. */
+function localCalls(conductor: Conductor): LocalConductor {
+  return {
+    hostname: conductor.hostname,
+    // The operations are read at each call: the conductor may rebuild them when it (re)starts.
+    call: (method, action, uuid, body) => callRpc(conductor.operations, method, action, uuid, body),
+  };
+}
+
 /** How RPC callers authenticate, for the start-up summary. */
 function rpcAuthSummary(config: Config): string {
   const rpc = config.json_rpc;
@@ -195,13 +207,7 @@ async function takeBackRows(previous: InstanceRecord, { store, apiStore, cells }
   };
   const { conductor, compute, scheduler } = previous;
   if (conductor) {
-    await attempt(`conductor ${conductor.hostname}`, async () => {
-      let q = store.db.updateTable('conductors').set({ online: false }).where('id', '=', conductor.id).where('hostname', '=', conductor.hostname);
-      q = conductor.rpcUrl === null ? q.where('rpc_url', 'is', null) : q.where('rpc_url', '=', conductor.rpcUrl);
-      if (Number((await q.executeTakeFirst()).numUpdatedRows) === 0) return false;
-      await store.notify(MEMBERSHIP_CHANNEL, `offline:${conductor.hostname}`).catch(() => undefined);
-      return true;
-    });
+    await attempt(`conductor ${conductor.hostname}`, () => releaseConductorOfDeadInstance(store, conductor));
   }
   if (compute) {
     await attempt(`compute service ${compute.host}`, async () =>

@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
+import { createDriverRegistry } from '../../src/drivers/index.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 import type { TestDatabase } from '../helpers/databases.js';
 
@@ -144,9 +145,11 @@ describe.each(engines)('list filters and sort keys on %s', (engine) => {
     app = buildApi({ store, config: loadConfig({ env: {} }).config, logger: createLogger({ level: 'silent', pretty: false }) });
     // Rows straight into the table: the API cannot set every listed column (state, times) at will.
     for (const s of SEEDS) await store.db.insertInto('nodes').values({ ...s }).execute();
-    await registerConductor(store, { hostname: 'cond-b', group: '', drivers: ['fake-hardware', 'ipmi'] }, 60);
-    await registerConductor(store, { hostname: 'cond-a', group: '', drivers: ['fake-hardware', 'ipmi'] }, 60);
-    await registerConductor(store, { hostname: 'cond-r', group: 'rack1', drivers: ['fake-hardware'] }, 60);
+    // Each registers the interfaces of its hardware types, as a conductor does: the driver list reads those.
+    const interfaces = (types: string[]) => createDriverRegistry().registrations().filter((r) => types.includes(r.hardwareType));
+    await registerConductor(store, { hostname: 'cond-b', group: '', drivers: ['fake-hardware', 'ipmi'], interfaces: interfaces(['fake-hardware', 'ipmi']) }, 60);
+    await registerConductor(store, { hostname: 'cond-a', group: '', drivers: ['fake-hardware', 'ipmi'], interfaces: interfaces(['fake-hardware', 'ipmi']) }, 60);
+    await registerConductor(store, { hostname: 'cond-r', group: 'rack1', drivers: ['fake-hardware'], interfaces: interfaces(['fake-hardware']) }, 60);
     // Ports on nodes 1, 2 and 3, created in an order that differs from their MAC order.
     const macs = ['52:54:00:00:00:05', '52:54:00:00:00:01', '52:54:00:00:00:04', '52:54:00:00:00:02', '52:54:00:00:00:06', '52:54:00:00:00:03'];
     for (const [k, address] of macs.entries()) {

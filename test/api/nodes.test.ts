@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApi } from '../../src/api/server.js';
+import { registerConductor } from '../../src/cluster/membership.js';
 import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
 import { openDatabase } from '../../src/db/connect.js';
 import type { Store } from '../../src/db/connect.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
+import { createDriverRegistry } from '../../src/drivers/index.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 import type { TestDatabase } from '../helpers/databases.js';
 
@@ -28,6 +30,8 @@ describe.each(engines)('nodes and ports API on %s', (engine) => {
     await migrateDatabase(store);
     const config = loadConfig({ env: { IRONRING_API_MAX_LIMIT: '5' } }).config;
     app = buildApi({ store, config, logger: createLogger({ level: 'silent', pretty: false }) });
+    // A live conductor that registered every built-in hardware type: the driver list shows what conductors serve.
+    await registerConductor(store, { hostname: 'c1', group: 'no-nodes-here', drivers: ['fake-hardware', 'ipmi'], interfaces: createDriverRegistry().registrations() }, 60);
   });
   afterAll(async () => {
     await app.close();

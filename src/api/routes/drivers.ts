@@ -1,14 +1,18 @@
 /**
- * `GET /v1/drivers[/{name}]`: the hardware types, which live conductors serve each, and (with
- * `detail`) their enabled and default interfaces — in the Ironic API's shape.
+ * `GET /v1/drivers[/{name}]`: the hardware types live conductors registered
+ * (`conductor_hardware_interfaces`), which of them serve each, and (with `detail`) the enabled and
+ * default interfaces they registered — in the Ironic API's shape, and like Ironic: a hardware type
+ * no live conductor serves is not listed, whatever this API process could load itself.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { listServedHardwareTypes } from '../../cluster/hardware-interfaces.js';
+import type { ServedHardwareType } from '../../cluster/hardware-interfaces.js';
 import { listConductors } from '../../cluster/membership.js';
 import { NotAcceptable, NotFound } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { INTERFACE_TYPES } from '../../drivers/index.js';
-import type { DriverRegistry, HardwareTypeInfo } from '../../drivers/index.js';
+import type { DriverRegistry } from '../../drivers/index.js';
 import { baseUrl, resourceLinks } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
@@ -22,23 +26,20 @@ const DYNAMIC_DRIVERS_SINCE: Microversion = [1, 30];
 export function driverRoutes(app: FastifyInstance, options: { store: Store; config: Config; drivers: DriverRegistry }): void {
   const { store, config, drivers } = options;
 
-  async function hostsByDriver(): Promise<Map<string, string[]>> {
-    const byDriver = new Map<string, string[]>();
-    for (const c of await listConductors(store, config.conductor.heartbeat_timeout)) {
-      if (!c.alive) continue;
-      for (const d of c.drivers) byDriver.set(d, [...(byDriver.get(d) ?? []), c.hostname]);
-    }
-    return byDriver;
+  async function served(): Promise<ServedHardwareType[]> {
+    const live = (await listConductors(store, config.conductor.heartbeat_timeout)).filter((c) => c.alive);
+    return listServedHardwareTypes(store, live);
   }
 
-  function render(info: HardwareTypeInfo, hosts: string[], request: FastifyRequest, detail: boolean): Record<string, unknown> {
+  function render(info: ServedHardwareType, request: FastifyRequest, detail: boolean): Record<string, unknown> {
     const base = baseUrl(request, config.api.public_endpoint);
-    const out: Record<string, unknown> = { name: info.name, hosts, type: 'dynamic', links: resourceLinks(base, 'drivers', info.name) };
+    const out: Record<string, unknown> = { name: info.name, hosts: info.hosts, type: 'dynamic', links: resourceLinks(base, 'drivers', info.name) };
     if (detail) {
-      out.description = info.description;
+      // The description is the catalogue's: conductors register interfaces, not prose.
+      out.description = drivers.list().find((d) => d.name === info.name)?.description ?? null;
       for (const type of INTERFACE_TYPES) {
-        out[`default_${type}_interface`] = info.interfaces[type].default;
-        out[`enabled_${type}_interfaces`] = info.interfaces[type].enabled;
+        out[`default_${type}_interface`] = info.interfaces[type]?.default ?? null;
+        out[`enabled_${type}_interfaces`] = info.interfaces[type]?.enabled ?? [];
       }
       out.properties = resourceLinks(base, `drivers/${info.name}`, 'properties');
     }
@@ -57,13 +58,12 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
     // Every hardware type is dynamic; classic drivers are gone from Ironic too, so `classic` lists none.
     const type = parseChoice('type', query.type, DRIVER_TYPES, 'dynamic');
     if (type === 'classic') return { drivers: [] };
-    const hosts = await hostsByDriver();
-    return { drivers: drivers.list().map((info) => render(info, hosts.get(info.name) ?? [], request, detail)) };
+    return { drivers: (await served()).map((info) => render(info, request, detail)) };
   });
 
   app.get<{ Params: { name: string } }>('/v1/drivers/:name', async (request) => {
-    const info = drivers.list().find((d) => d.name === request.params.name);
+    const info = (await served()).find((d) => d.name === request.params.name);
     if (!info) throw new NotFound(`driver ${request.params.name} could not be found`);
-    return render(info, (await hostsByDriver()).get(info.name) ?? [], request, true);
+    return render(info, request, true);
   });
 }
