@@ -1,6 +1,8 @@
 /**
  * The conductor process (DESIGN §5): membership, heartbeats, live rings, lock hygiene and a graceful
- * stop. The boot environment (#5), node operations (#6) and the reconciler (#7) hang off it.
+ * stop. The boot services, the drivers, node operations, the reconciler and the power sync hang off
+ * it; each is built once, in `start()`, in the order they depend on each other (the drivers need the
+ * boot environment and its HTTP boot URL, which exist only once the boot servers are bound).
  *
  * Start: bind the RPC endpoint (its URL is published), register (refused if a live conductor has
  * this hostname), release this host's stale locks from a previous life, join the cluster view
@@ -58,18 +60,23 @@ export interface ConductorStatus {
   active_tasks: number;
 }
 
+/** What a conductor builds once its boot services run. */
+interface StartedParts {
+  drivers: DriverRegistry;
+  operations: NodeOperations;
+  reconciler: Reconciler;
+  powerSync: PowerSync;
+}
+
 export class Conductor {
   readonly hostname: string;
   readonly group: string;
   /** The conductors' live rings, itself always included while it runs. */
   readonly view: ConductorRings;
   readonly tracker = new TaskTracker();
-  drivers: DriverRegistry;
-  operations: NodeOperations;
   readonly metrics: ConductorMetrics;
-  readonly reconciler: Reconciler;
-  /** The periodic power-state sync of the nodes this conductor owns. */
-  readonly powerSync: PowerSync;
+  /** What `start()` builds, once; undefined before. */
+  private parts: StartedParts | undefined;
   private boot: BootServices | undefined;
   private conductorId: number | undefined;
   private rpc: FastifyInstance | undefined;
@@ -86,45 +93,12 @@ export class Conductor {
     this.hostname = config.DEFAULT.host;
     this.group = config.conductor.conductor_group;
     this.log = deps.logger.child({ component: 'conductor', host: this.hostname });
-    this.drivers = deps.drivers ?? createDriverRegistry();
-    this.operations = this.buildOperations();
     this.view = conductorRings(deps.store, config.conductor, {
       // SQLite has no notifications: polling twice a second keeps a graceful stop visible within 1 s.
       pollIntervalMs: deps.store.engine === 'sqlite' ? 500 : 1000,
       logger: this.log,
     });
     this.metrics = new ConductorMetrics({ conductor: this.hostname, conductor_group: this.group }, { processMetrics: deps.processMetrics ?? false });
-    this.reconciler = new Reconciler({
-      store: deps.store,
-      hostname: this.hostname,
-      group: this.group,
-      conductorId: () => this.id,
-      view: this.view,
-      drivers: () => this.drivers,
-      boot: () => this.boot?.environment,
-      tracker: this.tracker,
-      resume: (uuid) => this.operations.resume(uuid),
-      logger: this.log,
-      metrics: this.metrics,
-      replicas: config.conductor.replicas,
-      workers: config.conductor.sync_local_state_workers,
-      intervalSeconds: config.conductor.sync_local_state_interval,
-      changePollMs: deps.store.engine === 'sqlite' ? 500 : 1000,
-    });
-    this.powerSync = new PowerSync({
-      store: deps.store,
-      hostname: this.hostname,
-      group: this.group,
-      view: this.view,
-      drivers: () => this.drivers,
-      tracker: this.tracker,
-      logger: this.log,
-      metrics: this.metrics,
-      intervalSeconds: config.conductor.sync_power_state_interval,
-      force: config.conductor.force_power_state_during_sync,
-      maxRetries: config.conductor.power_state_sync_max_retries,
-      workers: config.conductor.sync_power_state_workers,
-    });
   }
 
   /** Where nodes reach this conductor's boot servers (null when one is off). */
@@ -152,18 +126,84 @@ export class Conductor {
     };
   }
 
-  private buildOperations(): NodeOperations {
-    const { config } = this.deps;
-    return new NodeOperations({
-      store: this.deps.store,
+  /** The node operations (behind the RPC endpoint), the reconciler and the power sync. */
+  get operations(): NodeOperations {
+    return this.started().operations;
+  }
+
+  get reconciler(): Reconciler {
+    return this.started().reconciler;
+  }
+
+  /** The periodic power-state sync of the nodes this conductor owns. */
+  get powerSync(): PowerSync {
+    return this.started().powerSync;
+  }
+
+  /** The hardware types this conductor runs. */
+  get drivers(): DriverRegistry {
+    return this.started().drivers;
+  }
+
+  private started(): StartedParts {
+    if (!this.parts) throw new Error('conductor not started');
+    return this.parts;
+  }
+
+  /** Builds the drivers on the boot environment, then what uses them; once, after the boot services. */
+  private buildParts(boot: BootServices): StartedParts {
+    const { config, store } = this.deps;
+    const drivers =
+      this.deps.drivers ??
+      createDriverRegistry({
+        bootEnvironment: boot.environment,
+        // Without an HTTP boot URL (no HTTP boot server here and no [deploy] http_url), iPXE cannot
+        // fetch its configs: PXE is the default then.
+        ...(boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),
+      });
+    const operations = new NodeOperations({
+      store,
       host: this.hostname,
       tracker: this.tracker,
-      drivers: this.drivers,
+      drivers,
       logger: this.log,
       conductorId: () => this.conductorId,
-      bootStateMade: (uuid, stamp, ports) => this.reconciler.bootStateMade(uuid, stamp, ports),
+      // Called only once work runs, which is after the reconciler below is built.
+      bootStateMade: (uuid, stamp, ports) => reconciler.bootStateMade(uuid, stamp, ports),
       retry: { attempts: config.conductor.node_locked_retry_attempts, intervalMs: config.conductor.node_locked_retry_interval * 1000 },
     });
+    const reconciler = new Reconciler({
+      store,
+      hostname: this.hostname,
+      group: this.group,
+      conductorId: () => this.id,
+      view: this.view,
+      drivers,
+      boot: boot.environment,
+      tracker: this.tracker,
+      resume: (uuid) => operations.resume(uuid),
+      logger: this.log,
+      metrics: this.metrics,
+      replicas: config.conductor.replicas,
+      workers: config.conductor.sync_local_state_workers,
+      intervalSeconds: config.conductor.sync_local_state_interval,
+      changePollMs: store.engine === 'sqlite' ? 500 : 1000,
+    });
+    const powerSync = new PowerSync({
+      store,
+      hostname: this.hostname,
+      group: this.group,
+      view: this.view,
+      drivers: () => drivers,
+      tracker: this.tracker,
+      logger: this.log,
+      metrics: this.metrics,
+      intervalSeconds: config.conductor.sync_power_state_interval,
+      force: config.conductor.force_power_state_during_sync,
+      maxRetries: config.conductor.power_state_sync_max_retries,
+      workers: config.conductor.sync_power_state_workers,
+    });
+    return { drivers, operations, reconciler, powerSync };
   }
 
   async start(): Promise<void> {
@@ -174,15 +214,8 @@ export class Conductor {
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     const boot = this.boot;
     this.metrics.watchTftp(() => boot.tftpStats());
-    if (!this.deps.drivers) {
-      this.drivers = createDriverRegistry({
-        bootEnvironment: this.boot.environment,
-        // Without an HTTP boot server, iPXE cannot fetch its configs: PXE is the default then.
-        ...(this.boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),
-      });
-      this.operations = this.buildOperations();
-    }
     try {
+      this.parts = this.buildParts(boot);
       await this.startMembership();
     } catch (err) {
       await this.boot.close();
@@ -202,7 +235,8 @@ export class Conductor {
       if (released.length > 0) this.log.warn({ nodes: released.length }, 'released locks left by this conductor before it restarted');
       this.view.setSelf({ name: this.hostname, group: this.group, weight: 1 });
       this.unsubscribe = this.view.subscribe((change) => {
-        // Locks of departed conductors first, so the take-over pass that follows finds them free.
+        // The reconciler passes on this ring change at once; nodes a dead conductor still holds stay
+        // pending in that pass, so once their locks are released here, one more pass takes them over.
         if (change.removed.length > 0) void this.releaseDeadLocks().then((n) => n > 0 && this.reconciler.trigger('dead locks released'));
       });
       await this.view.start();
@@ -272,7 +306,7 @@ export class Conductor {
     this.state = 'stopping';
     // No new take-overs or clean-ups (a pass in flight stops at its next node): this conductor's
     // files keep serving until the others took over. Going offline does not wait for it.
-    const halted = Promise.all([this.reconciler.stop(), this.powerSync.stop()]);
+    const halted = Promise.all([this.parts?.reconciler.stop(), this.parts?.powerSync.stop()]);
     this.tracker.drain();
     this.log.info('stopping: going offline');
     try {

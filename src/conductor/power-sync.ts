@@ -30,7 +30,7 @@ import type { DriverRegistry, DriverTask, PowerState } from '../drivers/index.js
 import type { NodeRow } from '../nodes/node-store.js';
 import { WAITING_STATES, WORKING_STATES } from '../nodes/states.js';
 import type { ConductorMetrics } from './metrics.js';
-import { pool } from './reconcile-parts.js';
+import { pool } from './work-pool.js';
 
 /** Provision states whose power the sync leaves alone (Ironic: enroll and the wait states; here every state with work in flight). */
 export const POWER_SYNC_EXCLUDED_STATES: ReadonlySet<string> = new Set(['enroll', ...WORKING_STATES, ...WAITING_STATES]);

@@ -30,18 +30,20 @@ import type { NodeRow } from '../nodes/node-store.js';
 import { transition } from '../nodes/state-machine.js';
 import { WAITING_STATES } from '../nodes/states.js';
 import type { ProvisionState, StableState } from '../nodes/states.js';
-import { BATCH, chunks, fingerprint, pool } from './reconcile-parts.js';
-import type { NodeBrief, PassReport, Port, ReconcilerOptions } from './reconcile-parts.js';
+import { fingerprint } from './reconcile-inputs.js';
+import type { NodeBrief, Port } from './reconcile-inputs.js';
+import type { NodeMemory } from './reconcile-memory.js';
+import type { ReconcilerOptions } from './reconcile-options.js';
+import type { PassReport } from './reconcile-report.js';
+import { BATCH, chunks, pool } from './work-pool.js';
 
 /** The reconciler's state a take-over reads and updates. */
 export interface TakeOverState {
   options: ReconcilerOptions;
   log: Logger;
   stopped: () => boolean;
-  /** Fingerprint of each owned node whose boot state this process made current. */
-  current: Map<string, string>;
-  /** Nodes whose take-over failed, with their backoff. */
-  failures: Map<string, { fp: string; count: number; until: number }>;
+  /** Per-node memory: what is current here, and the back-off of failed take-overs. */
+  memory: NodeMemory;
 }
 
 interface Failure {
@@ -78,7 +80,7 @@ export async function takeOverNodes(
   // Names of previous holders, departed ones included, for the history.
   const hostById = new Map((await store.db.selectFrom('conductors').select(['id', 'hostname']).execute()).map((c) => [c.id, c.hostname]));
   const version = options.view.version;
-  const boot = options.boot();
+  const { boot } = options;
   // The rows as this pass decided on them: a node written since is not taken over on that decision.
   const stamps = new Map(candidates.map((n) => [n.id, n.stamp]));
 
@@ -167,18 +169,14 @@ async function buildOne(
     return;
   }
   try {
-    const driverTask = state.options.drivers().bind({ node, ports: nodePorts, logger: state.log.child({ node: node.uuid }) });
+    const driverTask = state.options.drivers.bind({ node, ports: nodePorts, logger: state.log.child({ node: node.uuid }) });
     // Only the boot state is rebuilt: `deploy.prepare` readies a deploy (and insists on instance
     // images), which a node being cleaned, inspected or rescued may well not have.
     await driverTask.driver.deploy.takeOver(driverTask);
-    state.failures.delete(node.uuid);
+    state.memory.clearFailure(node.uuid);
     done.push(task);
   } catch (err) {
-    state.current.delete(node.uuid);
-    const fp = fingerprints.get(node.id) ?? '';
-    const before = state.failures.get(node.uuid);
-    const count = before && before.fp === fp ? before.count + 1 : 1;
-    state.failures.set(node.uuid, { fp, count, until: Date.now() + Math.min(60_000, 1000 * 2 ** (count - 1)) });
+    const count = state.memory.recordFailure(node.uuid, fingerprints.get(node.id) ?? '');
     failed.push({ task, error: (err as Error).message, first: count === 1, count });
   }
 }
@@ -206,7 +204,7 @@ async function finishBatch(
     // previous holders clean up as soon as they hear of it.
     const released = await releaseTasks(store, done, { affinity: me });
     // Remember each node as of this write: the next pass skips it unless someone changes it.
-    for (const row of released) state.current.set(row.uuid, fingerprint(row.stamp, ctx.ports.get(row.id) ?? []));
+    for (const row of released) state.memory.markCurrent(row.uuid, fingerprint(row.stamp, ctx.ports.get(row.id) ?? []));
     confirmed = released.length;
     if (confirmed < done.length) {
       // Our lock was taken away meanwhile (judged dead?): those nodes are not ours yet; try again.
@@ -274,7 +272,7 @@ async function failWaitingNode(state: TakeOverState, f: Failure): Promise<string
     if (err instanceof NodeNotLocked || err instanceof NodeNotFound) return null;
     throw err;
   }
-  state.failures.delete(node.uuid);
-  state.current.delete(node.uuid);
+  state.memory.clearFailure(node.uuid);
+  state.memory.forgetCurrent(node.uuid);
   return `${from} → ${next.state}: ${error}`;
 }

@@ -170,7 +170,7 @@ export async function startAllInOne(config: Config, logger: Logger, defaults: { 
 function localCalls(conductor: Conductor): LocalConductor {
   return {
     hostname: conductor.hostname,
-    // The operations are read at each call: the conductor may rebuild them when it (re)starts.
+    // The conductor builds its operations once, in start(), before `conductor` is set to it.
     call: (method, action, uuid, body) => callRpc(conductor.operations, method, action, uuid, body),
   };
 }

@@ -130,8 +130,8 @@ describe('reconciler decisions (in process, SQLite)', () => {
       group: '',
       conductorId: () => me,
       view,
-      drivers: () => drivers,
-      boot: () => boot as unknown as ReturnType<ReconcilerOptions['boot']>,
+      drivers,
+      boot: boot as unknown as ReconcilerOptions['boot'],
       tracker: new TaskTracker(),
       resume: async (uuid) => {
         hx.resumed.push(uuid);
@@ -234,6 +234,27 @@ describe('reconciler decisions (in process, SQLite)', () => {
     expect(await pass()).toMatchObject({ replicated: 1, precached: 1 });
     expect(await pass()).toMatchObject({ replicated: 1, precached: 0 });
     expect(await pass(true)).toMatchObject({ replicated: 1, precached: 1 });
+    expect(h.precached).toBe(2);
+  });
+
+  it('fetches an image set shared by replica nodes once, and not again for a node whose images did not change', async () => {
+    const images = (kernel: string) => ({ driver_info: JSON.stringify({ deploy_kernel: kernel, deploy_kernel_checksum: 'k1', deploy_ramdisk: 'file:///r', deploy_ramdisk_checksum: 'r1' }) });
+    const a = uuidWhere('c2', ME);
+    const b = uuidWhere('c2', ME);
+    await h.addNode(a, { provision_state: 'active', ...images('file:///k') });
+    await h.addNode(b, { provision_state: 'active', ...images('file:///k') });
+    expect(await pass()).toMatchObject({ replicated: 2, precached: 2 });
+    expect(h.precached).toBe(1);
+    // A new stamp (a take-over elsewhere, say) with the same images: compared, not fetched.
+    // SQLite stamps to the millisecond: each write waits a little so that it gets a stamp of its own.
+    const later = () => new Promise((resolve) => setTimeout(resolve, 5));
+    await later();
+    await h.store.db.updateTable('nodes').set({ updated_at: h.store.sqlNow() }).where('uuid', '=', a).execute();
+    expect(await pass()).toMatchObject({ precached: 0 });
+    expect(h.precached).toBe(1);
+    await later();
+    await h.store.db.updateTable('nodes').set({ ...images('file:///k2'), updated_at: h.store.sqlNow() } as never).where('uuid', '=', a).execute();
+    expect(await pass()).toMatchObject({ precached: 1 });
     expect(h.precached).toBe(2);
   });
 
