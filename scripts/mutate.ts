@@ -9,7 +9,8 @@
  * (boundary flips, dropped filters, negated conditions, removed awaits), not thousands of noise edits.
  *
  * The working tree is never touched: mutations go to a copy under the system temp directory
- * (node_modules, build/ and dist/ are symlinked), which is removed at the end.
+ * (node_modules and build/ are symlinked; dist/ is copied, so that the copy's test set-up rebuilds
+ * it from the mutated source without touching the repository's own), which is removed at the end.
  *
  *   npx tsx scripts/mutate.ts [--only ID,ID…] [--files TEST,TEST…] [--timeout SECONDS] [--json] [--keep]
  *
@@ -88,10 +89,14 @@ function suiteOf(spec: MutantFile, file: string): string[] {
   return spec.suites[prefix]!;
 }
 
-/** A copy of the repository to mutate; heavy, read-only folders are linked, not copied. */
+/**
+ * A copy of the repository to mutate; heavy, read-only folders are linked, not copied. dist/ is
+ * copied: the tests that spawn processes run it, the copy's global set-up rebuilds it from the
+ * mutated source, and a linked dist/ would leave the mutant in the repository's own build.
+ */
 function makeCopy(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'ironring-mutate-'));
-  const linked = new Set(['node_modules', 'build', 'dist']);
+  const linked = new Set(['node_modules', 'build']);
   const skipped = new Set(['.git', 'coverage', '.vitest-report.json']);
   cpSync(root, dir, {
     recursive: true,

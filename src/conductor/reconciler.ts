@@ -75,6 +75,12 @@ export class Reconciler {
       onReconnect: () => this.trigger('notifications resumed'),
       onError: () => undefined,
     });
+    // The change poll's baseline is taken before the start pass reads the nodes: a write another
+    // conductor makes after that read (a take-over decided on a ring that did not have this
+    // conductor yet, say) then shows as a change and brings another pass. A baseline taken after
+    // the read would absorb such a write, and without notifications (SQLite) nothing else would
+    // bring this conductor back to those nodes before the periodic pass.
+    await this.pollChanges();
     this.pollTimer = setInterval(() => void this.pollChanges(), this.options.changePollMs ?? 1000);
     this.pollTimer.unref();
     this.work.start();

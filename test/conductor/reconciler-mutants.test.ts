@@ -271,6 +271,27 @@ describe('reconciler decisions (in process, SQLite)', () => {
     expect(h.takenOver).toEqual([owned, owned]);
   });
 
+  it('passes again on a write made just after the start pass read the nodes (without notifications, the change poll counts from before that read)', async () => {
+    await h.reconciler.stop();
+    const owned = uuidWhere(ME);
+    await h.addNode(owned, { provision_state: 'active' });
+    // The change poll's first look comes 2 s after start, long after the start pass: a baseline
+    // taken then would already include the write below, and no pass would follow it.
+    const reconciler = new Reconciler({ ...h.options, changePollMs: 2000 });
+    try {
+      await reconciler.start();
+      await waitUntil(() => reconciler.last !== null, 20_000, 'the start pass');
+      expect(h.takenOver).toEqual([owned]);
+      // Another conductor, deciding on a ring that did not have this one yet, claims the node.
+      await h.store.db.updateTable('nodes').set({ conductor_affinity: h.other, updated_at: h.store.sqlNow() }).where('uuid', '=', owned).execute();
+      await waitUntil(() => h.takenOver.length === 2, 20_000, 'a pass that takes the node back');
+      const row = await h.store.db.selectFrom('nodes').select('conductor_affinity').where('uuid', '=', owned).executeTakeFirstOrThrow();
+      expect(row.conductor_affinity).toBe(h.me);
+    } finally {
+      await reconciler.stop();
+    }
+  });
+
   it('takes over again when only a port changed its pxe_enabled flag', async () => {
     const owned = uuidWhere(ME);
     const id = await h.addNode(owned, { provision_state: 'active' });
