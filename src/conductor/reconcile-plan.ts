@@ -28,13 +28,6 @@ import type { NodeBrief, Port } from './reconcile-inputs.js';
 import { fingerprint } from './reconcile-inputs.js';
 import type { MemoryUpdates, NodeMemoryView } from './reconcile-memory.js';
 
-/**
- * Provision states in which a node boots from its conductor's files, as the state table says
- * (`CONDUCTOR_BOOT_STATES`): the instance for `active`, the deploy ramdisk while it is cleaned,
- * inspected or deployed, the rescue agent while rescued.
- */
-export const BOOT_STATE_STATES: ReadonlySet<string> = CONDUCTOR_BOOT_STATES;
-
 /** States whose work runs in the memory of the conductor holding the node's lock. */
 export const WORKING: ReadonlySet<string> = new Set(WORKING_STATES);
 
@@ -104,7 +97,7 @@ export function planPass(input: PassInputs): PassPlan {
   for (const node of input.nodes) {
     known.add(node.uuid);
     const [owner, ...replicas] = input.hostsOf(node.uuid);
-    const needs = BOOT_STATE_STATES.has(node.provision_state);
+    const needs = CONDUCTOR_BOOT_STATES.has(node.provision_state);
     if (owner === hostname) {
       counts.owned += 1;
       if (WORKING.has(node.provision_state)) {

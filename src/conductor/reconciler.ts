@@ -27,7 +27,6 @@ import { emptyReport, phaseClock } from './reconcile-report.js';
 import type { PassReport } from './reconcile-report.js';
 
 export { NODES_CHANNEL } from '../cluster/task.js';
-export { BOOT_STATE_STATES } from './reconcile-plan.js';
 export type { ReconcilerOptions } from './reconcile-options.js';
 export type { PassReport } from './reconcile-report.js';
 

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import type { NodeBrief, Port } from '../../src/conductor/reconcile-inputs.js';
 import { fingerprint } from '../../src/conductor/reconcile-inputs.js';
 import { NodeMemory } from '../../src/conductor/reconcile-memory.js';
-import { BOOT_STATE_STATES, WORKING, planPass } from '../../src/conductor/reconcile-plan.js';
+import { WORKING, planPass } from '../../src/conductor/reconcile-plan.js';
+import { CONDUCTOR_BOOT_STATES } from '../../src/nodes/state-machine.js';
 import type { PassInputs, PassPlan } from '../../src/conductor/reconcile-plan.js';
 
 const ME = 'c1';
@@ -93,7 +94,7 @@ describe('reconcile plan: owned nodes in a working state', () => {
   });
 
   it('never takes over a working node, even one that boots from the network', () => {
-    const working = [...WORKING].filter((s) => BOOT_STATE_STATES.has(s));
+    const working = [...WORKING].filter((s) => CONDUCTOR_BOOT_STATES.has(s));
     expect(working.length).toBeGreaterThan(0);
     const nodes = working.map((s) => node({ provision_state: s }));
     const p = plan({ nodes });

@@ -10,7 +10,7 @@ import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { ConductorRings } from '../../cluster/conductor-rings.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
-import { CONDUCTOR_BOOT_STATES as BOOT_STATE_STATES } from '../../nodes/state-machine.js';
+import { CONDUCTOR_BOOT_STATES } from '../../nodes/state-machine.js';
 
 /** Process metrics (CPU, memory, event loop), collected once per process however many apps it builds. */
 let processRegistry: Registry | undefined;
@@ -47,7 +47,7 @@ export function metricsRoutes(app: FastifyInstance, options: { store: Store; con
     for (const n of rows) {
       nodes.inc({ provision_state: n.provision_state });
       const owner = owners.get(n.uuid);
-      if (BOOT_STATE_STATES.has(n.provision_state) && (owner === undefined || n.conductor_affinity !== ids.get(owner))) notOnOwner += 1;
+      if (CONDUCTOR_BOOT_STATES.has(n.provision_state) && (owner === undefined || n.conductor_affinity !== ids.get(owner))) notOnOwner += 1;
     }
     pending.set(notOnOwner);
     reply.header('content-type', registry.contentType);
