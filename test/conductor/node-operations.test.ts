@@ -1,0 +1,106 @@
+/**
+ * A conductor's node operations in process, on a real database, with the fake hardware type: what
+ * each verb writes (state, affinity, history), what it refuses, and that a locked node is left
+ * alone. The multi-process scenarios cover the same code through RPC; these say which rule failed.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NodeLocked } from '../../src/cluster/errors.js';
+import { registerConductor } from '../../src/cluster/membership.js';
+import { nodeStamp } from '../../src/cluster/reservations.js';
+import { TaskTracker } from '../../src/cluster/task.js';
+import { Conflict } from '../../src/common/errors.js';
+import { createLogger } from '../../src/common/logger.js';
+import { NodeOperations } from '../../src/conductor/node-operations.js';
+import { createDriverRegistry } from '../../src/drivers/index.js';
+import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
+
+const engines = await testEngines();
+
+describe.each(engines)('node operations in process on %s', (engine) => {
+  const db = useMigratedDatabase(engine);
+  let ops: NodeOperations;
+  let me: number;
+  const made: Array<{ uuid: string; stamp: string }> = [];
+
+  beforeEach(async () => {
+    made.length = 0;
+    me = await registerConductor(db.store, { hostname: 'c1', group: '', drivers: ['fake-hardware'] }, 60);
+    ops = new NodeOperations({
+      store: db.store,
+      host: 'c1',
+      tracker: new TaskTracker(),
+      drivers: createDriverRegistry(),
+      logger: createLogger({ level: 'silent', pretty: false }),
+      retry: { attempts: 1, intervalMs: 10 },
+      conductorId: () => me,
+      bootStateMade: (uuid, stamp) => made.push({ uuid, stamp }),
+    });
+  });
+  afterEach(async () => {
+    await Promise.allSettled([...ops.running]);
+  });
+
+  async function addNode(values: Record<string, unknown> = {}): Promise<string> {
+    const uuid = crypto.randomUUID();
+    await db.store.db
+      .insertInto('nodes')
+      .values({ uuid, driver: 'fake-hardware', provision_state: 'available', ...values, created_at: db.store.sqlNow(), updated_at: db.store.sqlNow() } as never)
+      .execute();
+    return uuid;
+  }
+  const row = (uuid: string) =>
+    db.store.db.selectFrom('nodes').select(['provision_state', 'target_provision_state', 'conductor_affinity', 'reservation', 'last_error', nodeStamp]).where('uuid', '=', uuid).executeTakeFirstOrThrow();
+  const settle = () => Promise.allSettled([...ops.running]);
+  const history = async (uuid: string) =>
+    (await db.store.db.selectFrom('node_history').innerJoin('nodes', 'nodes.id', 'node_history.node_id').select(['node_history.event', 'node_history.conductor']).where('nodes.uuid', '=', uuid).orderBy('node_history.id').execute()).map((h) => h.event);
+
+  it('deploys an available node to active, sets affinity in the release, and tells the reconciler the files are current as of that release', async () => {
+    const uuid = await addNode();
+    await ops.provision(uuid, 'active');
+    await settle();
+    const after = await row(uuid);
+    expect(after).toMatchObject({ provision_state: 'active', target_provision_state: null, conductor_affinity: me, reservation: null, last_error: null });
+    expect(made).toEqual([{ uuid, stamp: after.stamp }]);
+  });
+
+  it('undeploys an active node to available; affinity is not claimed for a node that no longer boots from here', async () => {
+    const uuid = await addNode({ provision_state: 'active', conductor_affinity: null });
+    await ops.provision(uuid, 'deleted');
+    await settle();
+    expect(await row(uuid)).toMatchObject({ provision_state: 'available', conductor_affinity: null, reservation: null });
+    expect(made).toEqual([]);
+  });
+
+  it('refuses any verb on a node another conductor holds, and changes nothing', async () => {
+    const uuid = await addNode({ reservation: 'c2' });
+    const before = await row(uuid);
+    await expect(ops.provision(uuid, 'active')).rejects.toThrow(NodeLocked);
+    await expect(ops.power(uuid, 'power on')).rejects.toThrow(NodeLocked);
+    await expect(ops.update(uuid, [{ op: 'add', path: '/extra/a', value: 1 }])).rejects.toThrow(NodeLocked);
+    expect(await row(uuid)).toEqual(before);
+  });
+
+  it('refuses to delete a node outside the states Ironic allows, naming them', async () => {
+    const uuid = await addNode({ provision_state: 'active' });
+    const err = await ops.destroy(uuid).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(Conflict);
+    expect((err as Error).message).toBe(`node ${uuid} cannot be deleted in provision state "active"; allowed in: available, manageable, enroll, adopt failed`);
+    expect(await row(uuid)).toMatchObject({ provision_state: 'active', reservation: null });
+  });
+
+  it('refuses an action the state machine does not allow from the node\'s state, leaving it unlocked', async () => {
+    const uuid = await addNode({ provision_state: 'enroll' });
+    await expect(ops.provision(uuid, 'active')).rejects.toThrow(/enroll/);
+    expect(await row(uuid)).toMatchObject({ provision_state: 'enroll', reservation: null });
+  });
+
+  it('records the provision moves in the node history, by this conductor', async () => {
+    const uuid = await addNode();
+    await ops.provision(uuid, 'active');
+    await settle();
+    const events = await history(uuid);
+    expect(events).toEqual(['active: available → deploying', 'deploying → active']);
+    const rows = await db.store.db.selectFrom('node_history').select('conductor').execute();
+    expect(new Set(rows.map((r) => r.conductor))).toEqual(new Set(['c1']));
+  });
+});
