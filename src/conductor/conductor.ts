@@ -194,7 +194,7 @@ export class Conductor {
       hostname: this.hostname,
       group: this.group,
       view: this.view,
-      drivers: () => drivers,
+      drivers,
       tracker: this.tracker,
       logger: this.log,
       metrics: this.metrics,

@@ -45,7 +45,7 @@ export interface PowerSyncOptions {
   group: string;
   /** Live rings: a node is synced by its owner only. */
   view: Pick<ConductorRings, 'ring'>;
-  drivers: () => DriverRegistry;
+  drivers: DriverRegistry;
   tracker: TaskTracker;
   logger: Logger;
   metrics: ConductorMetrics;
@@ -185,7 +185,7 @@ export class PowerSync {
 
   private bind(node: NodeRow): DriverTask {
     // Power needs neither ports nor the lock; the logger tags the node like the conductor's tasks.
-    return this.options.drivers().bind({ node, ports: [], logger: this.log.child({ node: node.uuid }), signal: this.abort.signal });
+    return this.options.drivers.bind({ node, ports: [], logger: this.log.child({ node: node.uuid }), signal: this.abort.signal });
   }
 
   /** One node; see the module comment. */

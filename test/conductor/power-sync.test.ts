@@ -62,6 +62,15 @@ class DeadPower extends FakePower {
   }
 }
 
+/** A BMC that does not answer until `answering` is set, then answers as the fake hardware does. */
+class RecoveringPower extends FakePower {
+  answering = false;
+  override async getPowerState(task: DriverTask): Promise<PowerState> {
+    if (!this.answering) throw new PowerActionFailed(task.node.uuid, 'get power state', 'no answer within 20000 ms');
+    return super.getPowerState(task);
+  }
+}
+
 /** A BMC that never answers: a read ends only when the task is aborted. */
 class HangingPower extends FakePower {
   started = 0;
@@ -146,7 +155,7 @@ describe.each(engines)('power-state sync on %s', (engine) => {
       hostname: conductor.hostname,
       group: '',
       view: conductor.view,
-      drivers: () => conductor.drivers,
+      drivers: conductor.drivers,
       tracker: conductor.tracker,
       logger,
       metrics: conductor.metrics,
@@ -227,7 +236,7 @@ describe.each(engines)('power-state sync on %s', (engine) => {
   it('puts a node whose BMC never reaches the recorded state in maintenance after power_state_sync_max_retries, recording the BMC\'s state', async () => {
     const n = await availableNode('stuck');
     const state = new FakeHardwareState();
-    const sync = otherSync({ drivers: () => registryWith(new StuckPower(state), state), maxRetries: 2 });
+    const sync = otherSync({ drivers: registryWith(new StuckPower(state), state), maxRetries: 2 });
     // Two forced attempts fail; the third sync gives up.
     expect(await sync.runOnce()).toMatchObject({ failures: 1, maintenance: 0 });
     expect(await sync.runOnce()).toMatchObject({ failures: 1, maintenance: 0 });
@@ -246,7 +255,7 @@ describe.each(engines)('power-state sync on %s', (engine) => {
   it('puts a node whose BMC cannot be read in maintenance after the retries, with power state unknown, and a good read resets the count', async () => {
     const n = await availableNode('dead');
     const state = new FakeHardwareState();
-    const dead = otherSync({ drivers: () => registryWith(new DeadPower(state), state), maxRetries: 1 });
+    const dead = otherSync({ drivers: registryWith(new DeadPower(state), state), maxRetries: 1 });
     expect(await dead.runOnce()).toMatchObject({ failures: 1, maintenance: 0 });
     expect(dead.failuresOf(n.uuid)).toBe(1);
     expect((await node('dead')).maintenance).toBe(false);
@@ -259,12 +268,12 @@ describe.each(engines)('power-state sync on %s', (engine) => {
 
     // A BMC that answers again, matching the record, starts the count afresh.
     const n2 = await availableNode('flaky');
-    let drivers = registryWith(new DeadPower(state), state);
-    const flaky = otherSync({ drivers: () => drivers, maxRetries: 5 });
+    const recovering = new RecoveringPower(fake);
+    const flaky = otherSync({ drivers: registryWith(recovering, fake), maxRetries: 5 });
     await flaky.runOnce();
     await flaky.runOnce();
     expect(flaky.failuresOf(n2.uuid)).toBe(2);
-    drivers = conductor.drivers;
+    recovering.answering = true;
     expect(await flaky.runOnce()).toMatchObject({ checked: 1, failures: 0 });
     expect(flaky.failuresOf(n2.uuid)).toBe(0);
   });
@@ -273,7 +282,7 @@ describe.each(engines)('power-state sync on %s', (engine) => {
     await availableNode('hanging');
     const state = new FakeHardwareState();
     const power = new HangingPower(state);
-    const sync = otherSync({ drivers: () => registryWith(power, state) });
+    const sync = otherSync({ drivers: registryWith(power, state) });
     const running = sync.runOnce();
     await waitUntil(() => power.started > 0, 5_000, 'the BMC read to start');
     await sync.stop();
@@ -348,7 +357,7 @@ describe.skipIf(!bmcAvailable)('power-state sync against a BMC simulator through
       hostname: conductor.hostname,
       group: '',
       view: conductor.view,
-      drivers: () => conductor.drivers,
+      drivers: conductor.drivers,
       tracker: conductor.tracker,
       logger,
       metrics: conductor.metrics,
