@@ -6,10 +6,12 @@ import bcrypt from 'bcryptjs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApi } from '../../src/api/server.js';
+import { registerConductor } from '../../src/cluster/membership.js';
 import { ConfigError } from '../../src/common/errors.js';
 import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
 import { openDatabase } from '../../src/db/connect.js';
+import { createDriverRegistry } from '../../src/drivers/index.js';
 import type { Store } from '../../src/db/connect.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { runCli, startCli } from '../helpers/cli.js';
@@ -71,6 +73,14 @@ describe('http_basic authentication', () => {
   it.skipIf(!requirePeer('baremetal', 'python3-ironicclient'))('works with the stock baremetal client', async () => {
     const env = { IRONRING_AUTH_STRATEGY: 'http_basic', IRONRING_HTTP_BASIC_AUTH_USER_FILE: file };
     expect(runCli(['manage', 'db', 'migrate', '--database', `sqlite://${path.join(dir, 'cli.db')}`]).code).toBe(0);
+    // The driver list comes from the live conductors' registrations (as in Ironic): one conductor
+    // that registered the built-in hardware types, as `ironring conductor` does at start.
+    const cliStore = await openDatabase(`sqlite://${path.join(dir, 'cli.db')}`);
+    try {
+      await registerConductor(cliStore, { hostname: 'c1', group: '', drivers: ['fake-hardware', 'ipmi'], interfaces: createDriverRegistry().registrations() }, 600);
+    } finally {
+      await cliStore.close();
+    }
     const api: CliProcess = startCli(['api', '--database', `sqlite://${path.join(dir, 'cli.db')}`, '--api-address', '127.0.0.1:0'], { env });
     try {
       const base = (await api.waitForOutput(/at (http:\/\/127\.0\.0\.1:\d+)\/v1/))[1]!;
