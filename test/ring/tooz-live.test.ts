@@ -121,8 +121,10 @@ describe.skipIf(!TOOZ)('tooz mode agrees with live tooz.hashring.HashRing (pytho
         const ring = new HashRing(req.hosts, { mode: 'tooz', partitions: req.partitions });
         const ours = req.lookups.map((l) => sorted(ring.lookup(l.key, { replicas: l.replicas, ignore: l.ignore })));
         expect(ours).toEqual(answer.results.map(sorted));
-        // Keys the oracle found past the last point: tooz wraps them to the first point's host.
-        expect(answer.extra).toHaveLength(req.findPastLast);
+        // Keys the oracle found past the last point: tooz wraps them to the first point's host. Its
+        // search is bounded: a ring whose last point lies very close to the top of the hash space
+        // may yield none (seen once: 0 of 3 for a two-host ring), which is no disagreement.
+        expect(answer.extra.length).toBeLessThanOrEqual(req.findPastLast);
         for (const x of answer.extra) {
           expect(x.result).toEqual([answer.first]);
           expect(ring.owner(x.key)).toBe(answer.first);
