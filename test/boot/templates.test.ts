@@ -63,6 +63,20 @@ describe('GRUB template', () => {
   });
 });
 
+describe('configs hold only the labels they have images for', () => {
+  const entry = { pxelinux: /^label (\S+)$/gm, grub: /^menuentry "([^"]+)" \{$/gm, ipxe: /^:(deploy|boot_ramdisk)$/gm } as const;
+  for (const format of CONFIG_FORMATS) {
+    it(`${format}: renders exactly the labels asked for, and refuses an active label outside them`, () => {
+      for (const labels of [['deploy'], ['boot_ramdisk'], ['deploy', 'boot_ramdisk']] as const) {
+        const text = renderBootConfig(format, { ...base, label: labels[0], labels });
+        expect([...text.matchAll(entry[format])].map((m) => m[1])).toEqual(labels);
+        if (format === 'ipxe') expect(missingLabels(text)).toEqual([]);
+      }
+      expect(() => renderBootConfig(format, { ...base, label: 'deploy', labels: ['boot_ramdisk'] })).toThrow(InvalidBootInput);
+    });
+  }
+});
+
 describe('switching the active label', () => {
   for (const format of CONFIG_FORMATS) {
     for (const from of BOOT_LABELS) {
@@ -81,6 +95,14 @@ describe('switching the active label', () => {
     const switched = switchBootLabel(original, 'ipxe', 'boot_ramdisk');
     expect(switched.split('\n').filter((l, i) => l !== original.split('\n')[i])).toEqual(['goto boot_ramdisk']);
     expect(switched).toContain('goto ${retry_label}');
+  });
+
+  it('refuses to select a label the config does not hold', () => {
+    for (const format of CONFIG_FORMATS) {
+      const instanceOnly = renderBootConfig(format, { ...base, label: 'boot_ramdisk', labels: ['boot_ramdisk'] });
+      expect(() => switchBootLabel(instanceOnly, format, 'deploy'), format).toThrow(/deploy is not defined/);
+      expect(switchBootLabel(instanceOnly, format, 'boot_ramdisk')).toBe(instanceOnly);
+    }
   });
 
   it('refuses a config without a selector line', () => {

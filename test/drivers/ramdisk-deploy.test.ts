@@ -40,7 +40,7 @@ describe('pxe/ipxe boot through the boot environment port', () => {
     expect(environment.calls).toEqual([
       {
         op: 'prepare',
-        node: { uuid: node.uuid, bootInterface: 'pxe', label: 'deploy', kernelParams: 'console=ttyS0 ipa-api-url=http://10.0.0.1:6385' },
+        node: { uuid: node.uuid, bootInterface: 'pxe', label: 'deploy', deployKernelParams: 'console=ttyS0 ipa-api-url=http://10.0.0.1:6385' },
         ports: PORTS,
         images: {
           deployKernel: { url: DEPLOY_IMAGES.deploy_kernel, checksum: DEPLOY_IMAGES.deploy_kernel_checksum },
@@ -58,6 +58,23 @@ describe('pxe/ipxe boot through the boot environment port', () => {
     const call = environment.calls[0];
     expect(call).toMatchObject({ op: 'prepare', node: { uuid: node.uuid, bootInterface: 'ipxe', bootMode: 'uefi', label: 'boot_ramdisk' } });
     expect(call?.op === 'prepare' && call.images.kernel).toEqual({ url: INSTANCE_IMAGES.kernel, checksum: INSTANCE_IMAGES.kernel_checksum });
+    // Booting the instance needs no deploy images: they are neither asked for nor fetched.
+    expect(call?.op === 'prepare' && Object.keys(call.images).sort()).toEqual(['kernel', 'ramdisk']);
+  });
+
+  it("gives the instance label the instance's kernel parameters, the deploy label the driver's", async () => {
+    const { environment, registry } = setup();
+    const node = ipmiNode({
+      driver_info: { ...BMC_INFO, ...DEPLOY_IMAGES, kernel_append_params: 'ipa-debug=1' },
+      instance_info: { ...INSTANCE_IMAGES, kernel_append_params: 'console=ttyS0' },
+    });
+    const task = makeTask(registry, node);
+    await task.driver.boot.prepareRamdisk(task);
+    await task.driver.boot.prepareInstance(task);
+    expect(environment.calls.map((c) => c.op === 'prepare' && c.node)).toEqual([
+      { uuid: node.uuid, bootInterface: 'ipxe', label: 'deploy', deployKernelParams: 'ipa-debug=1' },
+      { uuid: node.uuid, bootInterface: 'ipxe', label: 'boot_ramdisk', instanceKernelParams: 'console=ttyS0' },
+    ]);
   });
 
   it('refuses a node without a pxe-enabled port or without deploy images', async () => {
