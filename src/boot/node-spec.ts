@@ -7,7 +7,7 @@ import type { DhcpEntries, DhcpOptions } from './dhcp.js';
 import { InvalidBootInput } from './errors.js';
 import { configFormat, macLinks, nodeLayout } from './layout.js';
 import type { BootRoots, MacLink, NodeLayout } from './layout.js';
-import { joinParams, renderBootConfig } from './templates/index.js';
+import { checkIpxeParams, joinParams, renderBootConfig } from './templates/index.js';
 import type { BootImages, BootInterface, BootLabel, BootMode, BootNode, BootPort, ImageRole, ImageSource } from './types.js';
 import { IMAGE_ROLES } from './types.js';
 import { checkBootMode, checkHttpUrl, checkInterface, checkLabel, checkParams, normalizeMac, normalizeUuid, parseChecksum } from './validate.js';
@@ -71,14 +71,19 @@ export function buildNodeSpec(node: BootNode, ports: readonly BootPort[], images
 
   const format = configFormat(iface, mode);
   const layout = nodeLayout(uuid, format, settings.roots);
+  const param = (value: string | undefined, field: string): string => {
+    const checked = checkParams(value, field);
+    if (format === 'ipxe') checkIpxeParams(checked, field);
+    return checked;
+  };
   const config = renderBootConfig(format, {
     uuid,
     label,
     labels,
     // Each label gets its own node parameters: the instance's never reach the deploy ramdisk, nor the other way round.
-    appendParams: checkParams(settings.appendParams, 'appendParams'),
-    deployParams: joinParams(checkParams(settings.deployParams, 'deployParams'), checkParams(node.deployKernelParams, 'node.deployKernelParams')),
-    ramdiskParams: joinParams(checkParams(settings.ramdiskParams, 'ramdiskParams'), checkParams(node.instanceKernelParams, 'node.instanceKernelParams')),
+    appendParams: param(settings.appendParams, 'appendParams'),
+    deployParams: joinParams(param(settings.deployParams, 'deployParams'), param(node.deployKernelParams, 'node.deployKernelParams')),
+    ramdiskParams: joinParams(param(settings.ramdiskParams, 'ramdiskParams'), param(node.instanceKernelParams, 'node.instanceKernelParams')),
     httpUrl: settings.httpUrl === undefined ? undefined : checkHttpUrl(settings.httpUrl),
     ipxeTimeoutMs: settings.ipxeTimeoutMs,
   });

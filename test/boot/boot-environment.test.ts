@@ -5,6 +5,7 @@ import { InvalidBootInput } from '../../src/boot/errors.js';
 import { MAC_A, MAC_A2, MAC_B, UUID_A, UUID_B, sandbox, snapshot, tree } from './helpers.js';
 import type { BootSandbox } from './helpers.js';
 import type { BootImages } from '../../src/boot/types.js';
+import { runIpxe } from './ipxe-sim.js';
 
 let s: BootSandbox;
 let images: Required<BootImages>;
@@ -218,6 +219,40 @@ describe('inspect', () => {
 });
 
 describe('input validation', () => {
+  it('refuses iPXE kernel parameters iPXE would read as commands or comments, naming the field', () => {
+    const env = s.env({ defaultBootInterface: 'ipxe' });
+    const cases: Array<[string, 'deployKernelParams' | 'instanceKernelParams', string]> = [
+      ['quiet || reboot', 'deployKernelParams', '||'],
+      ['quiet && shell', 'instanceKernelParams', '&&'],
+      ['quiet ; shell', 'instanceKernelParams', ';'],
+      ['quiet #debug', 'deployKernelParams', '#'],
+    ];
+    for (const [value, key, token] of cases) {
+      const err = (() => {
+        try {
+          env.spec({ uuid: UUID_A, [key]: value }, ports, images);
+        } catch (e) {
+          return e;
+        }
+        return null;
+      })();
+      expect(err, value).toBeInstanceOf(InvalidBootInput);
+      expect((err as InvalidBootInput).field).toBe(`node.${key}`);
+      expect((err as InvalidBootInput).message).toContain(token);
+    }
+    expect(() => s.env({ defaultBootInterface: 'ipxe', appendParams: 'nofb ; reboot' }).spec({ uuid: UUID_A }, ports, images)).toThrow(/appendParams/);
+    // PXELINUX passes the rest of its append line to the kernel as it is: nothing to refuse there.
+    expect(() => s.env().spec({ uuid: UUID_A, deployKernelParams: 'quiet ; x' }, ports, images)).not.toThrow();
+  });
+
+  it('passes quoted values and ${settings} through iPXE to the kernel', () => {
+    const env = s.env({ defaultBootInterface: 'ipxe' });
+    const spec = env.spec({ uuid: UUID_A, label: 'boot_ramdisk', instanceKernelParams: 'dyndbg="file foo.c +p" ip=${ip}' }, ports, images);
+    const run = runIpxe(spec.config, { settings: { ip: '10.0.0.9' } });
+    expect(run.outcome).toBe('booted');
+    expect(run.kernelArgs[0]!.join(' ')).toContain('dyndbg="file foo.c +p" ip=10.0.0.9');
+  });
+
   it('rejects a bad MAC, uuid, checksum, label or kernel parameter before writing anything', async () => {
     const env = s.env();
     const bad: [() => Promise<unknown>, string][] = [

@@ -24,6 +24,19 @@ export const IPXE_RETRY = { attempts: 5, firstDelaySeconds: 2, maxDelaySeconds: 
 /** How long `boot.ipxe` shows "no configuration" before it reboots, in milliseconds (iPXE's unit). */
 export const BOOT_IPXE_REBOOT_MS = 10_000;
 
+/**
+ * Refuses kernel parameters iPXE would read as script syntax rather than pass to the kernel: a
+ * `||`, `&&` or `;` token would run what follows as a command, a token starting with `#` would
+ * drop the rest of the line (`initrd=…` and the retry). iPXE has no quoting to escape them with.
+ * `${…}` is left alone: iPXE expands settings there, as in `BOOTIF=${mac}`.
+ */
+export function checkIpxeParams(params: string, field: string): void {
+  for (const token of params.split(/\s+/)) {
+    if (token === '||' || token === '&&' || token === ';') throw new InvalidBootInput(field, `must not contain the token ${token}: iPXE would run what follows as a command`);
+    if (token.startsWith('#')) throw new InvalidBootInput(field, `must not contain a word starting with # (${token}): iPXE would drop the rest of the kernel line`);
+  }
+}
+
 /** Renders a node's iPXE script with the `deploy` and/or `boot_ramdisk` labels. */
 export function renderIpxe(p: BootConfigParams): string {
   if (p.httpUrl === undefined) throw new InvalidBootInput('httpUrl', 'is required for iPXE configs');
