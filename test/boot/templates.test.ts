@@ -185,3 +185,59 @@ describe('iPXE scripts run as iPXE runs them', () => {
     }
   });
 });
+
+/**
+ * GRUB's reading of one command line (grub-core/script/yylex.l), enough to check what reaches the
+ * kernel: single quotes literal, double quotes with `\` escapes, `\` escapes outside quotes, `$var`
+ * expanded (to nothing here). A `;`, `|`, `&`, `<`, `>`, `{`, `}` or `#` outside quotes ends the
+ * command or is syntax: reported as a `separator`, never part of an argument.
+ */
+function grubArgs(line: string): { args: string[]; separator?: string } {
+  const args: string[] = [];
+  let word: string | null = null;
+  for (let i = 0; i < line.length; i += 1) {
+    const ch = line[i]!;
+    if (ch === "'") {
+      const end = line.indexOf("'", i + 1);
+      word = (word ?? '') + line.slice(i + 1, end);
+      i = end;
+    } else if (ch === '"') {
+      word ??= '';
+      for (i += 1; line[i] !== '"'; i += 1) word += line[i] === '\\' ? line[++i] : line[i];
+    } else if (ch === '\\') {
+      word = (word ?? '') + line[++i];
+    } else if (ch === '$') {
+      const name = /^\$(\{[^}]*\}|[A-Za-z0-9_?#*@]+)/.exec(line.slice(i))![0];
+      word ??= '';
+      i += name.length - 1;
+    } else if (/[;|&<>{}]/.test(ch) || (ch === '#' && word === null)) {
+      if (word !== null) args.push(word);
+      return { args, separator: ch };
+    } else if (ch === ' ') {
+      if (word !== null) args.push(word);
+      word = null;
+    } else {
+      word = (word ?? '') + ch;
+    }
+  }
+  if (word !== null) args.push(word);
+  return { args };
+}
+
+describe('GRUB kernel parameters', () => {
+  it('reach the kernel as written, whatever GRUB would read as syntax in them', () => {
+    const params = `a;reboot x} $root #c dyndbg="file foo.c +p" it's {y} a|b`;
+    for (const label of BOOT_LABELS) {
+      const text = renderBootConfig('grub', { ...base, label, appendParams: params, deployParams: undefined, ramdiskParams: undefined });
+      const line = text.split('\n').find((l) => l.startsWith('    linux ') && l.includes(label === 'deploy' ? '/deploy_kernel' : '/kernel'))!;
+      const { args, separator } = grubArgs(line.trim());
+      expect(separator, line).toBeUndefined();
+      expect(args.slice(label === 'deploy' ? 2 : 3)).toEqual(['a;reboot', 'x}', '$root', '#c', 'dyndbg=file foo.c +p', "it's", '{y}', 'a|b']);
+    }
+  });
+
+  it('leaves plain parameters unquoted', () => {
+    const text = renderBootConfig('grub', { ...base, appendParams: 'console=ttyS0,115200n8 nofb ip=dhcp' });
+    expect(text).toContain(`linux ${UUID}/deploy_kernel console=ttyS0,115200n8 nofb ip=dhcp ipa-api-url=http://10.0.0.5:6385\n`);
+  });
+});
