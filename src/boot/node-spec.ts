@@ -7,7 +7,7 @@ import type { DhcpEntries, DhcpOptions } from './dhcp.js';
 import { InvalidBootInput } from './errors.js';
 import { configFormat, macLinks, nodeLayout } from './layout.js';
 import type { BootRoots, MacLink, NodeLayout } from './layout.js';
-import { checkIpxeParams, joinParams, renderBootConfig } from './templates/index.js';
+import { ipxeParamsProblem, joinParams, renderBootConfig } from './templates/index.js';
 import type { BootImages, BootInterface, BootLabel, BootMode, BootNode, BootPort, ImageRole, ImageSource } from './types.js';
 import { IMAGE_ROLES } from './types.js';
 import { checkBootMode, checkHttpUrl, checkInterface, checkLabel, checkParams, normalizeMac, normalizeUuid, parseChecksum } from './validate.js';
@@ -73,7 +73,8 @@ export function buildNodeSpec(node: BootNode, ports: readonly BootPort[], images
   const layout = nodeLayout(uuid, format, settings.roots);
   const param = (value: string | undefined, field: string): string => {
     const checked = checkParams(value, field);
-    if (format === 'ipxe') checkIpxeParams(checked, field);
+    const problem = format === 'ipxe' ? ipxeParamsProblem(checked) : null;
+    if (problem !== null) throw new InvalidBootInput(field, problem);
     return checked;
   };
   const config = renderBootConfig(format, {

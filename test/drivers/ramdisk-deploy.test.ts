@@ -95,6 +95,17 @@ describe('pxe/ipxe boot through the boot environment port', () => {
     await expect(ftp.driver.deploy.validate(ftp)).rejects.toThrow('instance_info.kernel must be a file://, http:// or https:// URL');
   });
 
+  it('refuses, when validating an ipxe node, kernel parameters iPXE would run as commands, naming the field', async () => {
+    const { registry } = setup();
+    const instance = makeTask(registry, ipmiNode({ instance_info: { ...INSTANCE_IMAGES, kernel_append_params: 'quiet || reboot' } }));
+    await expect(instance.driver.boot.validate(instance)).rejects.toMatchObject({ field: 'instance_info.kernel_append_params', httpStatus: 400 });
+    const deploy = makeTask(registry, ipmiNode({ driver_info: { ...BMC_INFO, ...DEPLOY_IMAGES, kernel_append_params: '#debug' } }));
+    await expect(deploy.driver.boot.validate(deploy)).rejects.toMatchObject({ field: 'driver_info.kernel_append_params' });
+    // PXELINUX and GRUB take them as they are (GRUB quotes them): a pxe node is fine.
+    const pxe = makeTask(registry, ipmiNode({ boot_interface: 'pxe', instance_info: { ...INSTANCE_IMAGES, kernel_append_params: 'quiet || reboot' } }));
+    await expect(pxe.driver.boot.validate(pxe)).resolves.toBeUndefined();
+  });
+
   it('refuses kernel parameters that would break out of the kernel line', async () => {
     const { registry, environment } = setup();
     const task = makeTask(registry, ipmiNode({ instance_info: { ...INSTANCE_IMAGES, kernel_append_params: 'quiet\nshell' } }));

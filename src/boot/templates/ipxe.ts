@@ -25,16 +25,17 @@ export const IPXE_RETRY = { attempts: 5, firstDelaySeconds: 2, maxDelaySeconds: 
 export const BOOT_IPXE_REBOOT_MS = 10_000;
 
 /**
- * Refuses kernel parameters iPXE would read as script syntax rather than pass to the kernel: a
- * `||`, `&&` or `;` token would run what follows as a command, a token starting with `#` would
- * drop the rest of the line (`initrd=…` and the retry). iPXE has no quoting to escape them with.
- * `${…}` is left alone: iPXE expands settings there, as in `BOOTIF=${mac}`.
+ * Why iPXE would read `params` as script syntax rather than pass them to the kernel, or null when
+ * it would not: a `||`, `&&` or `;` token would run what follows as a command, a token starting
+ * with `#` would drop the rest of the line (`initrd=…` and the retry). iPXE has no quoting to escape
+ * them with. `${…}` is left alone: iPXE expands settings there, as in `BOOTIF=${mac}`.
  */
-export function checkIpxeParams(params: string, field: string): void {
+export function ipxeParamsProblem(params: string): string | null {
   for (const token of params.split(/\s+/)) {
-    if (token === '||' || token === '&&' || token === ';') throw new InvalidBootInput(field, `must not contain the token ${token}: iPXE would run what follows as a command`);
-    if (token.startsWith('#')) throw new InvalidBootInput(field, `must not contain a word starting with # (${token}): iPXE would drop the rest of the kernel line`);
+    if (token === '||' || token === '&&' || token === ';') return `must not contain the token ${token}: iPXE would run what follows as a command`;
+    if (token.startsWith('#')) return `must not contain a word starting with # (${token}): iPXE would drop the rest of the kernel line`;
   }
+  return null;
 }
 
 /** Renders a node's iPXE script with the `deploy` and/or `boot_ramdisk` labels. */

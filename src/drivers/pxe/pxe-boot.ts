@@ -7,6 +7,7 @@
  * instance only. Booting the instance needs no deploy images, so `prepareInstance` neither requires
  * nor fetches them; `validate` still requires them, as Ironic does: cleaning and rescue boot them.
  */
+import { ipxeParamsProblem } from '../../boot/templates/ipxe.js';
 import type { BootInterface } from '../boot.js';
 import { nodeBootMode } from '../capabilities.js';
 import { InvalidParameterValue } from '../errors.js';
@@ -87,6 +88,9 @@ export class PxeBoot implements BootInterface {
     const value = optionalString({ name: bag, value: task.node[bag] }, 'kernel_append_params');
     // A line break would end the kernel line in the boot config and let the rest run as commands.
     if (value !== undefined && /[\r\n]/.test(value)) throw new InvalidParameterValue(`${bag}.kernel_append_params`, 'must be one line');
+    // Refused here too, not only when the config is rendered: `validate` then names the node's field.
+    const problem = value !== undefined && this.kind === 'ipxe' ? ipxeParamsProblem(value) : null;
+    if (problem !== null) throw new InvalidParameterValue(`${bag}.kernel_append_params`, problem);
     return value;
   }
 }
