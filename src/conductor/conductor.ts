@@ -106,6 +106,11 @@ export class Conductor {
     return { tftp: this.boot?.tftpAddress ?? null, http: this.boot?.httpUrl ?? null };
   }
 
+  /** Where this conductor's ProxyDHCP responder listens, or null when it does not run (off, unbound, stopped). */
+  get proxyDhcpAddress(): { host: string; dhcpPort: number; pxePort: number } | null {
+    return this.state === 'running' ? (this.boot?.proxyDhcp?.address() ?? null) : null;
+  }
+
   /** The conductor's row id; stable across restarts. */
   get id(): number {
     if (this.conductorId === undefined) throw new Error('conductor not started');
