@@ -5,7 +5,9 @@
  * counted, never thrown; ignored and malformed datagrams are logged at most once a minute.
  *
  * Binding a unicast address on Linux receives no broadcasts: bind `0.0.0.0` (the default) on a host
- * whose PXE clients broadcast their DHCPDISCOVER on the same segment.
+ * whose PXE clients broadcast their DHCPDISCOVER on the same segment. Broadcast replies leave by
+ * every interface (`InterfaceBroadcaster`): without IP_PKTINFO, Node cannot tell which one the
+ * request came in on.
  */
 import { createSocket } from 'node:dgram';
 import type { RemoteInfo, Socket } from 'node:dgram';
@@ -14,9 +16,12 @@ import { listenError } from '../../common/listen.js';
 import { InvalidBootInput } from '../errors.js';
 import type { BootLogger } from '../types.js';
 import { answer, replyDestination } from './answer.js';
+import { InterfaceBroadcaster } from './broadcast.js';
 import type { AnswerSettings, RequestPort } from './answer.js';
 import { DhcpDecodeError, encodeDhcp, parseDhcp } from './codec.js';
 import type { OwnedMacs } from './owned-macs.js';
+
+const LIMITED_BROADCAST = '255.255.255.255';
 
 export interface ProxyDhcpOptions extends AnswerSettings {
   /** IPv4 address to bind both sockets to. Default `0.0.0.0` (needed to receive broadcasts). */
@@ -102,6 +107,7 @@ export async function startProxyDhcp(options: ProxyDhcpOptions): Promise<ProxyDh
     await closeSocket(dhcp);
     throw err;
   }
+  const broadcaster = new InterfaceBroadcaster(host);
   const stats: ProxyDhcpStats = { offers: 0, acks: 0, ignored: 0, malformed: 0, sendFailures: 0 };
   const ports = { broadcast: options.broadcastAddress ?? '255.255.255.255', client: options.clientPort ?? 68, relay: options.relayPort ?? 67 };
   const logInterval = options.logIntervalMs ?? 60_000;
@@ -134,7 +140,7 @@ export async function startProxyDhcp(options: ProxyDhcpOptions): Promise<ProxyDh
       return;
     }
     const to = replyDestination(request, port, from, ports);
-    socket.send(encodeDhcp(decision.reply), to.port, to.address, (err) => {
+    const sent = (err: Error | null): void => {
       if (err) {
         stats.sendFailures += 1;
         dropped('reply', err.message, from);
@@ -142,7 +148,13 @@ export async function startProxyDhcp(options: ProxyDhcpOptions): Promise<ProxyDh
       }
       if (decision.kind === 'offer') stats.offers += 1;
       else stats.acks += 1;
-    });
+    };
+    const reply = encodeDhcp(decision.reply);
+    if (to.address === LIMITED_BROADCAST && broadcaster.addresses().length > 0) {
+      void broadcaster.send(reply, to.port, to.address).then((r) => sent(r.sent > 0 ? null : r.error));
+    } else {
+      socket.send(reply, to.port, to.address, sent);
+    }
     options.logger?.debug({ node: decision.node.uuid, port, kind: decision.kind, file: decision.bootFile, to: `${to.address}:${to.port}` }, 'ProxyDHCP answered');
   };
   dhcp.on('message', receive(dhcp, 'dhcp'));
@@ -158,6 +170,7 @@ export async function startProxyDhcp(options: ProxyDhcpOptions): Promise<ProxyDh
       closing ??= (async () => {
         closed = true;
         options.owned.clear();
+        broadcaster.close();
         await Promise.all([closeSocket(dhcp), closeSocket(pxe)]);
       })();
       return closing;
