@@ -127,6 +127,11 @@ describe('ProxyDHCP answers follow the ring', () => {
     expect(new Set(nodes.map((n) => ownerOf(a, n)))).toEqual(new Set(['cond-a', 'cond-b']));
     await settle(nodes, [['cond-a', portsA], ['cond-b', portsB]], (n) => ownerOf(a, n), 'each node answered by its owner only');
 
+    // Its answers are on the conductor's /metrics.
+    const acks = (text: string) => Number(/^ironring_proxydhcp_answers_total\{kind="ack"[^}]*\} (\d+)$/m.exec(text)?.[1]);
+    expect(acks(await b.metrics.registry.metrics())).toBeGreaterThan(0);
+    expect(await b.metrics.registry.metrics()).toMatch(/^ironring_proxydhcp_ignored_total\{[^}]*\} [1-9]/m);
+
     // Graceful stop of cond-a: it answers nothing from then on, and cond-b answers every node.
     await a.stop();
     expect(await Promise.all(nodes.map((node) => answers(portsA, node.mac)))).toEqual(nodes.map(() => false));
