@@ -39,6 +39,7 @@ import { buildNodeSpec, parseManifest } from './node-spec.js';
 import type { NodeSpec, SpecSettings } from './node-spec.js';
 import { sweep, sweepDirs } from './sweep.js';
 import type { SweepReport } from './sweep.js';
+import type { ServedListener } from './proxydhcp/owned-macs.js';
 import { NODE_FILES, renderBootIpxe } from './templates/index.js';
 import type { BootImages, BootInterface, BootLogger, BootNode, BootPort, ImageSource } from './types.js';
 import { IMAGE_ROLES } from './types.js';
@@ -84,6 +85,12 @@ export interface BootEnvironmentOptions {
   /** A shared cache instance, or options (other than `dir`) for the one created on `masterPath`. */
   imageCache?: ImageCache | Omit<ImageCacheOptions, 'dir'>;
   logger?: BootLogger;
+  /**
+   * Told which nodes this environment serves (the ProxyDHCP responder's MAC index): after every
+   * `prepare` that succeeded, changed or already current, and at the start of every `cleanUp`,
+   * before any file goes, so a node is never answered for while its files are being removed.
+   */
+  served?: ServedListener;
 }
 
 /** What `prepare` or `cleanUp` changed on disk: empty lists for a node that was already current. */
@@ -200,7 +207,13 @@ export class BootEnvironment {
    */
   async prepare(node: BootNode, ports: readonly BootPort[], images: BootImages): Promise<BootChanges> {
     const spec = this.spec(node, ports, images);
-    return this.changing(() => this.serial(spec.uuid, () => this.apply(spec)));
+    return this.changing(() =>
+      this.serial(spec.uuid, async () => {
+        const changes = await this.apply(spec);
+        this.options.served?.serve({ uuid: spec.uuid, bootMode: spec.mode, bootInterface: spec.iface }, spec.macs);
+        return changes;
+      }),
+    );
   }
 
   /**
@@ -211,6 +224,7 @@ export class BootEnvironment {
     const uuid = normalizeUuid(node.uuid);
     const given = ports.map((p, i) => normalizeMac(p.address, `ports[${i}].address`));
     return this.changing(() => this.serial(uuid, async () => {
+      this.options.served?.retire(uuid);
       const changes: BootChanges = { uuid, written: [], removed: [] };
       const macs = [...new Set([...given, ...(await this.recordedMacs(uuid))])];
       await this.removeLinks(uuid, macs, new Set(), changes);

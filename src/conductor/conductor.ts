@@ -7,7 +7,7 @@
  * Start: bind the RPC endpoint (its URL is published), register (refused if a live conductor has
  * this hostname), release this host's stale locks from a previous life, join the cluster view
  * (itself always included), then heartbeat with the database clock.
- * Stop: offline at once (others' rings drop it within one notification), keep heartbeating while
+ * Stop: ProxyDHCP answers end first, offline at once (others' rings drop it within one notification), keep heartbeating while
  * locked work finishes (up to `graceful_shutdown_timeout`), release its locks, leave.
  */
 import Fastify from 'fastify';
@@ -104,6 +104,11 @@ export class Conductor {
   /** Where nodes reach this conductor's boot servers (null when one is off). */
   get bootEndpoints(): { tftp: string | null; http: string | null } {
     return { tftp: this.boot?.tftpAddress ?? null, http: this.boot?.httpUrl ?? null };
+  }
+
+  /** Where this conductor's ProxyDHCP responder listens, or null when it does not run (off, unbound, stopped). */
+  get proxyDhcpAddress(): { host: string; dhcpPort: number; pxePort: number } | null {
+    return this.state === 'running' ? (this.boot?.proxyDhcp?.address() ?? null) : null;
   }
 
   /** The conductor's row id; stable across restarts. */
@@ -214,6 +219,7 @@ export class Conductor {
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     const boot = this.boot;
     this.metrics.watchTftp(() => boot.tftpStats());
+    this.metrics.watchProxyDhcp(() => boot.proxyDhcpStats());
     try {
       this.parts = this.buildParts(boot);
       await this.startMembership();
@@ -304,6 +310,9 @@ export class Conductor {
   private async doStop(): Promise<void> {
     const { store, config } = this.deps;
     this.state = 'stopping';
+    // First of all, this conductor stops answering PXE clients: from here on its nodes are the
+    // survivors' to answer, and two answers at once make iPXE take whichever came last.
+    await this.boot?.proxyDhcp?.close();
     // No new take-overs or clean-ups (a pass in flight stops at its next node): this conductor's
     // files keep serving until the others took over. Going offline does not wait for it.
     const halted = Promise.all([this.parts?.reconciler.stop(), this.parts?.powerSync.stop()]);
