@@ -242,6 +242,27 @@ export class BootEnvironment {
     }));
   }
 
+  /** True when this environment writes dnsmasq entries (both DHCP directories set). */
+  get writesDhcp(): boolean {
+    return this.dhcp !== undefined;
+  }
+
+  /**
+   * Retires this conductor's DHCP entries of a node and nothing else (its boot files stay): what a
+   * stopping conductor does once the node's new owner has written its own (see `dhcp.ts` for what
+   * retiring writes). A no-op without DHCP directories.
+   */
+  async retireDhcp(node: Pick<BootNode, 'uuid'>): Promise<BootChanges> {
+    const uuid = normalizeUuid(node.uuid);
+    const dhcp = this.dhcp;
+    if (dhcp === undefined) return { uuid, written: [], removed: [] };
+    return this.changing(() => this.serial(uuid, async () => {
+      const changes: BootChanges = { uuid, written: [], removed: [] };
+      addChanges(changes, await removeDhcpEntries(uuid, await this.recordedMacs(uuid), dhcp, await this.dhcpOthers(), this.writeOptions()));
+      return changes;
+    }));
+  }
+
   /** Compares the disk with what `prepare` would write; with `verifyChecksums` (default) images are re-hashed. */
   async inspect(node: BootNode, ports: readonly BootPort[], images: BootImages, options: { verifyChecksums?: boolean } = {}): Promise<BootInspection> {
     const spec = this.spec(node, ports, images);
