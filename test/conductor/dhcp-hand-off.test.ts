@@ -32,7 +32,7 @@ import { seedDeployedNodes, writeTestImages } from '../helpers/takeover.js';
 import type { SeededNode, TestImages } from '../helpers/takeover.js';
 
 const ADDRESS: Record<string, string> = { 'cond-a': '10.77.0.1', 'cond-b': '10.77.0.2' };
-const NODES = 8;
+const NODES = 16;
 
 interface Dirs {
   hosts: string;
@@ -154,14 +154,15 @@ describe('dnsmasq files mode across hand-offs', () => {
     const nodes = await seedDeployedNodes(store, NODES, images, { first: 10 });
     await expectOneAnswerEach(shared, nodes, await converged(nodes, [a]));
 
-    // cond-b joins: the nodes it now owns move; cond-a cleans up behind it.
+    // cond-b joins: the nodes it now owns move; cond-a cleans up behind it (its node directories go).
     const b = await start('cond-b', shared);
     let owners = new Map<string, Conductor>();
+    const movedDirs = () => nodes.filter((n) => owners.get(n.uuid) === b).map((n) => path.join(work, 'cond-a', 'tftpboot', n.uuid));
     await waitUntil(async () => {
       owners = await converged(nodes, [a, b]);
-      return [...owners.values()].some((c) => c === b) && (a.reconciler.last?.awaitingNewOwner ?? 1) === 0;
-    }, 30_000, 'cond-b owning some nodes');
-    await a.reconciler.nextPass();
+      const moved = movedDirs();
+      return moved.length > 0 && (await Promise.all(moved.map((d) => stat(d).then(() => true, () => false)))).every((present) => !present);
+    }, 30_000, "cond-b owning some nodes and cond-a's clean-up of them done");
     await expectOneAnswerEach(shared, nodes, owners);
 
     // cond-a stops: cond-b takes over the rest, and nothing of cond-a's clean-up undoes it.
