@@ -130,7 +130,8 @@ export async function startBootServices(config: Config, logger: Logger, optional
       httpRoot: deploy.http_root,
       ...(httpUrl ? { httpUrl } : {}),
       ...(tftpAddress ? { tftpServer: tftpAddress } : {}),
-      ...(dnsmasq.dhcp_hostsdir && dnsmasq.dhcp_optsdir ? { dhcpHostsDir: dnsmasq.dhcp_hostsdir, dhcpOptsDir: dnsmasq.dhcp_optsdir } : {}),
+      // DHCP file names and tags carry the conductor's host name: conductors sharing the directories never mix entries.
+      ...(dnsmasq.dhcp_hostsdir && dnsmasq.dhcp_optsdir ? { dhcpHostsDir: dnsmasq.dhcp_hostsdir, dhcpOptsDir: dnsmasq.dhcp_optsdir, dhcpOwner: config.DEFAULT.host } : {}),
       dhcpCleanUp: dnsmasq.dhcp_cleanup,
       bootFiles,
       defaultBootInterface: httpUrl ? pxe.default_boot_interface : 'pxe',

@@ -7,8 +7,10 @@
  * Start: bind the RPC endpoint (its URL is published), register (refused if a live conductor has
  * this hostname), release this host's stale locks from a previous life, join the cluster view
  * (itself always included), then heartbeat with the database clock.
- * Stop: ProxyDHCP answers end first, offline at once (others' rings drop it within one notification), keep heartbeating while
- * locked work finishes (up to `graceful_shutdown_timeout`), release its locks, leave.
+ * Stop: ProxyDHCP answers end first, offline at once (others' rings drop it within one
+ * notification), keep heartbeating while locked work finishes (up to `graceful_shutdown_timeout`),
+ * release its locks; in dnsmasq files mode retire its DHCP entries of each node right after the
+ * node's new owner wrote its own (`stop-hand-off.ts`), with its boot servers still up; leave.
  */
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -35,6 +37,14 @@ import { NodeOperations } from './node-operations.js';
 import { PowerSync } from './power-sync.js';
 import { Reconciler } from './reconciler.js';
 import { rpcRoutes } from './rpc.js';
+import { retireHandedOff } from './stop-hand-off.js';
+
+/**
+ * How long a stopping conductor waits at least, after releasing its locks, for the new owners of
+ * its nodes to write their DHCP entries before it retires its own (ms); `graceful_shutdown_timeout`
+ * from the start of the stop bounds it otherwise.
+ */
+const HAND_OFF_MIN_WAIT_MS = 5000;
 
 export interface ConductorDeps {
   store: Store;
@@ -309,6 +319,7 @@ export class Conductor {
 
   private async doStop(): Promise<void> {
     const { store, config } = this.deps;
+    const stopStarted = Date.now();
     this.state = 'stopping';
     // First of all, this conductor stops answering PXE clients: from here on its nodes are the
     // survivors' to answer, and two answers at once make iPXE take whichever came last.
@@ -326,6 +337,11 @@ export class Conductor {
     await halted;
     this.view.setSelf(null);
     await this.view.refresh();
+    // From now on the survivors take this conductor's nodes over; their DHCP entries replace ours.
+    const locks: { releasedAt?: number } = {};
+    const handOff = this.handOffDhcp(() =>
+      locks.releasedAt === undefined ? Infinity : Math.max(stopStarted + config.conductor.graceful_shutdown_timeout * 1000, locks.releasedAt + HAND_OFF_MIN_WAIT_MS),
+    );
     if (this.tracker.active > 0) {
       this.log.info({ tasks: this.tracker.tasks() }, 'waiting for locked work to finish');
       const idle = await this.tracker.waitIdle(config.conductor.graceful_shutdown_timeout * 1000);
@@ -336,6 +352,8 @@ export class Conductor {
     } catch (err) {
       this.log.error({ err: (err as Error).message }, 'could not release this conductor\'s locks; survivors release them when its heartbeat expires');
     }
+    locks.releasedAt = Date.now();
+    await handOff;
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.unsubscribe?.();
     await this.view.stop();
@@ -343,6 +361,27 @@ export class Conductor {
     await this.boot?.close();
     this.state = 'stopped';
     this.log.info('conductor stopped');
+  }
+
+  /** Retires this conductor's DHCP entries as the new owners take its nodes (dnsmasq files mode only). */
+  private async handOffDhcp(deadline: () => number): Promise<void> {
+    const boot = this.boot?.environment;
+    if (boot === undefined || !boot.writesDhcp || this.conductorId === undefined) return;
+    try {
+      await retireHandedOff({
+        store: this.deps.store,
+        boot,
+        hostname: this.hostname,
+        conductorId: this.conductorId,
+        group: this.group,
+        view: this.view,
+        deadline,
+        log: this.log,
+        pollMs: this.deps.store.engine === 'sqlite' ? 100 : 200,
+      });
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'could not retire the DHCP entries of nodes handed off');
+    }
   }
 
   private buildRpc(): FastifyInstance {

@@ -173,7 +173,8 @@ export const OPTIONS = {
     graceful_shutdown_timeout: {
       type: seconds(0),
       default: 60,
-      description: 'Seconds a stopping conductor waits for locked work to finish before releasing its locks.',
+      description:
+        'Seconds a stopping conductor waits for locked work to finish before releasing its locks; in dnsmasq files mode it also bounds the wait for new owners to write their DHCP entries before the stopping conductor retires its own (at least 5 s after its locks are released).',
     },
     sync_local_state_interval: {
       type: seconds(0),

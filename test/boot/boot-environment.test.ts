@@ -160,8 +160,8 @@ describe('cleanUp', () => {
     const changes = await env.cleanUp({ uuid: UUID_A });
     expect(changes.removed).toContain(join(s.tftpRoot, UUID_A));
     expect(await tree(s.tftpRoot)).toEqual(['pxelinux.cfg', ...otherBefore].sort());
-    expect(await readFile(join(s.hostsDir, 'ironring-52-54-00-12-34-56.conf'), 'utf8')).toBe(`${MAC_A},ignore\n`);
-    expect(await tree(s.optsDir)).toEqual([`ironring-${UUID_B}.conf`]);
+    expect(await readFile(join(s.hostsDir, 'ironring-cond-1-52-54-00-12-34-56.conf'), 'utf8')).toBe(`${MAC_A},ignore\n`);
+    expect(await tree(s.optsDir)).toEqual([`ironring-cond-1-${UUID_B}.conf`]);
     expect((await stat(env.cache.pathFor(images.deployKernel))).nlink).toBe(2); // node B's link
 
     expect(await env.cleanUp({ uuid: UUID_A })).toEqual({ uuid: UUID_A, written: [], removed: [] });
@@ -308,10 +308,16 @@ describe('sweep', () => {
     await writeFile(leftover, '');
     const before = await snapshot(join(s.tftpRoot, UUID_A));
 
-    expect(await env.sweep({ minTempAgeMs: 0 })).toEqual({ temps: [leftover], danglingLinks: [join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-ab-cd-ef')] });
+    const hostsBefore = await snapshot(s.hostsDir);
+
+    // Node B's DHCP entries outlived its directory: its host line becomes `ignore`, its options go.
+    expect(await env.sweep({ minTempAgeMs: 0 })).toEqual({ temps: [leftover], danglingLinks: [join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-ab-cd-ef')], dhcp: [UUID_B] });
     expect(await tree(join(s.tftpRoot, 'pxelinux.cfg'))).toEqual(['01-52-54-00-12-34-56']);
     expect(await snapshot(join(s.tftpRoot, UUID_A))).toEqual(before);
-    expect(await env.sweep()).toEqual({ temps: [], danglingLinks: [] });
+    expect(await readFile(join(s.hostsDir, 'ironring-cond-1-52-54-00-ab-cd-ef.conf'), 'utf8')).toBe(`${MAC_B},ignore\n`);
+    expect(await tree(s.optsDir)).toEqual([`ironring-cond-1-${UUID_A}.conf`]);
+    expect((await snapshot(s.hostsDir))['ironring-cond-1-52-54-00-12-34-56.conf']).toEqual(hostsBefore['ironring-cond-1-52-54-00-12-34-56.conf']);
+    expect(await env.sweep()).toEqual({ temps: [], danglingLinks: [], dhcp: [] });
   });
 });
 

@@ -96,7 +96,7 @@ for a in "$@"; do case "$a" in
   tftp-hpa) printf '#!/bin/sh\\n' > ${bin}/tftp; chmod 755 ${bin}/tftp;;
 esac; done`,
     );
-    for (const p of ['curl', 'ipmitool', 'baremetal', 'dnsmasq']) executable(path.join(bin, p), 'exit 0');
+    for (const p of ['curl', 'ipmitool', 'baremetal', 'dnsmasq', 'busybox']) executable(path.join(bin, p), 'exit 0');
     // /usr/bin/python3 with pyghmi is outside our PATH's reach: present or not, it is reported honestly.
     const res = runScript({ PATH: bin, IRONRING_TEST_INSTALL_PEERS: '' });
     if (process.getuid?.() !== 0) {

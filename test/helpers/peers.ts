@@ -37,6 +37,8 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: '/usr/bin/python3', package: 'python3-tooz', probe: ['-c', 'import tooz.hashring'] },
   { command: 'baremetal', package: 'python3-ironicclient', probe: ['--version'] },
   { command: 'dnsmasq', package: 'dnsmasq-base' },
+  // udhcpc, the DHCP client of test/boot/dhcp-dnsmasq.test.ts.
+  { command: 'busybox', package: 'busybox-static' },
 ];
 
 // dnsmasq and friends install to sbin, which an ordinary user's PATH often lacks.
