@@ -35,7 +35,7 @@ export interface CliProcess {
   child: ChildProcessWithoutNullStreams;
   stdout(): string;
   stderr(): string;
-  /** Resolves when stdout matches `pattern` (rejects on exit or timeout). */
+  /** Resolves when stdout matches `pattern` (rejects on exit, or after `timeoutMs`, default 60 s: a start under a loaded CI machine took over 15 s). */
   waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Resolves with the exit code once the process has exited. */
   exited: Promise<number | null>;
@@ -55,7 +55,7 @@ export function startCli(args: string[], options: { cwd?: string; env?: Record<s
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitForOutput(pattern, timeoutMs = 15_000) {
+    waitForOutput(pattern, timeoutMs = 60_000) {
       const started = Date.now();
       return new Promise((resolve, reject) => {
         const check = () => {
