@@ -79,6 +79,31 @@ describe('requirePeer', () => {
   });
 });
 
+describe('requirePeerGroup', () => {
+  it('skips a group with ONE line naming every problem and every missing package', async () => {
+    process.env.PATH = bin;
+    delete process.env.CI;
+    executable(path.join(bin, 'dnsmasq'), 'exit 0');
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const { requirePeerGroup } = await freshPeers();
+    expect(requirePeerGroup('the real-node tests', ['qemu-system-x86', 'dnsmasq-base', 'atftp'], ['not root'])).toBe(false);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(String(warn.mock.calls[0]![0])).toBe(
+      'skipping the real-node tests: not root; qemu-system-x86_64 not found on PATH; atftp not found on PATH (install the Debian packages qemu-system-x86 atftp)',
+    );
+  });
+
+  it('fails under CI=true, and runs when nothing is missing', async () => {
+    process.env.PATH = bin;
+    process.env.CI = 'true';
+    executable(path.join(bin, 'dnsmasq'), 'exit 0');
+    const { requirePeerGroup } = await freshPeers();
+    expect(requirePeerGroup('the real-node tests', ['dnsmasq-base'])).toBe(true);
+    expect(() => requirePeerGroup('the real-node tests', ['dnsmasq-base'], ['no /dev/net/tun'])).toThrow(/^required under CI: the real-node tests: no \/dev\/net\/tun$/);
+    expect(() => requirePeerGroup('the real-node tests', ['netcat-openbsd'])).toThrow(/add netcat-openbsd to TEST_PEERS/);
+  });
+});
+
 describe('npm test install step (scripts/install-test-peers.ts)', () => {
   function runScript(env: NodeJS.ProcessEnv): { code: number | null; stdout: string; stderr: string } {
     const res = spawnSync(process.execPath, [TSX, SCRIPT], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
