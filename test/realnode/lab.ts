@@ -7,6 +7,7 @@
  *
  * Addresses on 10.77.<slot>.0/24: .1 the host (API, BMCs), .2–.99 conductors, .100 and up leases.
  */
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -50,9 +51,25 @@ export interface LabConductor {
   dataDir: string;
   hostsDir: string;
   optsDir: string;
-  dnsmasq: Dnsmasq;
+  /** Its own dnsmasq, or null when started without one (options.dnsmasq false). */
+  dnsmasq: Dnsmasq | null;
+  /** Extra environment of its process (IRONRING_* options), kept across restarts. */
+  env: Record<string, string>;
   /** The process, or null while stopped. */
   proc: RunningConductor | null;
+}
+
+/** How addConductor sets a conductor up; the defaults give it its own DHCP files and dnsmasq. */
+export interface LabConductorOptions {
+  /**
+   * dnsmasq directories to write into instead of its own (`<slot>/<name>/dhcp-hosts`, `dhcp-opts`):
+   * give several conductors the same ones for the shared-directories layout.
+   */
+  dhcpDirs?: { hostsDir: string; optsDir: string };
+  /** Whether to start a dnsmasq in its namespace over its DHCP directories. Default true. */
+  dnsmasq?: boolean;
+  /** Extra IRONRING_* settings of its process (a ProxyDHCP switch, a DHCP clean-up mode…). */
+  env?: Record<string, string>;
 }
 
 /** A machine: the VM and the BMC that powers it. */
@@ -76,13 +93,19 @@ export interface Lab {
    * Adds a conductor in namespace `<prefix>-<name>` at `<net>.<host>`: its tftp_root with the boot
    * programs, its dnsmasq (leasing `<net>.<100 + 10·k>`…+9 for the k-th conductor) and its process.
    */
-  addConductor(name: string, host: number): Promise<LabConductor>;
+  addConductor(name: string, host: number, options?: LabConductorOptions): Promise<LabConductor>;
   /** Starts a stopped conductor again, in its namespace with its data directory. */
   startConductor(c: LabConductor): Promise<RunningConductor>;
   /** SIGTERM (graceful: waits for its exit) or SIGKILL. */
   stopConductor(c: LabConductor, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   /** Defines a VM on the lab's tap and starts its BMC; one machine at a time (they share the tap): the previous BMCs stop. */
   addMachine(name: string, firmware: Firmware): Promise<LabMachine>;
+  /**
+   * Powers a machine `on` or `off` (or reads `status`) through its BMC with ipmitool, as an operator
+   * would, bypassing ironring: a reboot loop powers on, waits for the marker, and the ramdisk powers
+   * itself off. Resolves to ipmitool's output; throws when it fails.
+   */
+  power(machine: LabMachine, action: 'on' | 'off' | 'status'): string;
   /** The last lines of every conductor's output, dnsmasq log and serial console: what to print when a scenario fails. */
   diagnostics(): string;
   close(): Promise<void>;
@@ -141,6 +164,7 @@ export async function openLab(): Promise<Lab> {
           IRONRING_CONDUCTOR_FILE_URL_ALLOWED_PATHS: assets.cacheRoot,
           IRONRING_DNSMASQ_DHCP_HOSTSDIR: c.hostsDir,
           IRONRING_DNSMASQ_DHCP_OPTSDIR: c.optsDir,
+          ...c.env,
         },
       });
       return c.proc;
@@ -161,7 +185,7 @@ export async function openLab(): Promise<Lab> {
       databaseUrl: target.url,
       conductors,
       machines,
-      async addConductor(name, host) {
+      async addConductor(name, host, options = {}) {
         const ns = network.addNamespace(name, host);
         cleanups.push(() => network.removeNamespace(ns));
         const base = path.join(slot.dir, name);
@@ -169,13 +193,18 @@ export async function openLab(): Promise<Lab> {
         const tftpRoot = path.join(dataDir, 'tftpboot');
         mkdirSync(tftpRoot, { recursive: true });
         for (const [file, source] of Object.entries(TFTP_BOOT_FILES)) copyFileSync(source, path.join(tftpRoot, file));
-        const hostsDir = path.join(base, 'dhcp-hosts');
-        const optsDir = path.join(base, 'dhcp-opts');
-        const first = 100 + 10 * conductors.length;
-        if (first + 9 > 254) throw new Error('too many conductors for the lab subnet');
-        const dnsmasq = await startDnsmasq({ ns, range: [`${slot.net}.${first}`, `${slot.net}.${first + 9}`], hostsDir, optsDir, dir: slot.dir });
-        cleanups.push(() => dnsmasq.stop());
-        const c: LabConductor = { host: `${slot.prefix}-${name}`, ns, dataDir, hostsDir, optsDir, dnsmasq, proc: null };
+        const { hostsDir, optsDir } = options.dhcpDirs ?? { hostsDir: path.join(base, 'dhcp-hosts'), optsDir: path.join(base, 'dhcp-opts') };
+        mkdirSync(hostsDir, { recursive: true });
+        mkdirSync(optsDir, { recursive: true });
+        let dnsmasq: Dnsmasq | null = null;
+        if (options.dnsmasq ?? true) {
+          const first = 100 + 10 * conductors.length;
+          if (first + 9 > 254) throw new Error('too many conductors for the lab subnet');
+          const started = await startDnsmasq({ ns, range: [`${slot.net}.${first}`, `${slot.net}.${first + 9}`], hostsDir, optsDir, dir: slot.dir });
+          cleanups.push(() => started.stop());
+          dnsmasq = started;
+        }
+        const c: LabConductor = { host: `${slot.prefix}-${name}`, ns, dataDir, hostsDir, optsDir, dnsmasq, env: { ...options.env }, proc: null };
         conductors.push(c);
         cleanups.push(() => stopProcess(c, 'SIGKILL'));
         await startProcess(c);
@@ -196,11 +225,16 @@ export async function openLab(): Promise<Lab> {
         machines.push(machine);
         return machine;
       },
+      power(machine, action) {
+        const res = spawnSync('ipmitool', ['-I', 'lanplus', '-H', network.hostAddress, '-p', String(machine.bmc.port), '-U', machine.bmc.user, '-P', machine.bmc.password, 'power', action], { encoding: 'utf8', timeout: 60_000 });
+        if (res.status !== 0) throw new Error(`ipmitool power ${action} for ${machine.name} exited ${res.status}: ${res.stderr.trim()}`);
+        return res.stdout.trim();
+      },
       diagnostics() {
         const parts: string[] = [];
         for (const c of conductors) {
           if (c.proc !== null) parts.push(`--- conductor ${c.host} output\n${tail(c.proc.proc.stdout() + c.proc.proc.stderr())}`);
-          parts.push(`--- dnsmasq of ${c.host}\n${tail(c.dnsmasq.log())}`);
+          if (c.dnsmasq !== null) parts.push(`--- dnsmasq of ${c.host}\n${tail(c.dnsmasq.log())}`);
         }
         for (const m of machines) parts.push(`--- BMC ${m.name}: ${m.bmc.events.join(', ')}\n--- serial console of ${m.name}\n${tail(readOrEmpty(m.vm.serialLog))}`);
         return parts.join('\n');
