@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from '../helpers/conductors.js';
 import { HOLD_PARAM } from './assets.js';
-import { enrollMachine, nodeStates, provision, setRamdiskInstance, waitForProvisionState } from './api.js';
+import { api, enrollMachine, nodeStates, provision, setRamdiskInstance, waitForProvisionState } from './api.js';
 import { openLab } from './lab.js';
 import type { Lab, LabMachine } from './lab.js';
 import { realNodeAvailable } from './requirements.js';
@@ -125,6 +125,22 @@ describe.skipIf(!available)('a real machine network-booted by a conductor', () =
     expectInstanceCommandLine(params, token, machine);
     const dhcpLog = lab.conductors[0]!.dnsmasq!.log();
     expect(dhcpLog).toMatch(/option: 67 bootfile-name\s+snponly\.efi/);
+    await machine.bmc.stop();
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('with two conductors on the wire, only the owner\'s dnsmasq answers the machine, and it boots from the owner', async () => {
+    const second = await lab.addConductor('c2', 12);
+    await waitUntil(async () => (await second.proc!.status()).rings['']?.length === 2, STATE_TIMEOUT_MS, 'the second conductor to join the ring');
+    const machine = await lab.addMachine('two-cond', 'bios');
+    const { uuid, token, params } = await deployAndBoot(machine, 'ipxe', 'bios');
+    expectInstanceCommandLine(params, token, machine);
+    const node = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ conductor: string }>();
+    const owner = lab.conductors.find((c) => c.host === node.conductor);
+    expect(owner, `owner ${node.conductor}`).toBeDefined();
+    const acked = new RegExp(`DHCPACK\\(\\S+\\) \\S+ ${machine.mac}`);
+    for (const c of lab.conductors) expect(acked.test(c.dnsmasq!.log()), `${c.host} answered`).toBe(c === owner);
+    // The iPXE script came from the owner's HTTP boot server.
+    expect(owner!.dnsmasq!.log()).toMatch(new RegExp(`option: 67 bootfile-name\\s+http://${owner!.ns.address.replaceAll('.', '\\.')}:\\d+/boot\\.ipxe`));
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 
