@@ -5,7 +5,9 @@
  * compare-first: a `prepare` of a node that is already current reads, and writes nothing.
  *
  * Order of writes in `prepare`: images, config, manifest, per-MAC links, DHCP — a link or a DHCP
- * entry never points at files that are not there yet. `cleanUp` goes the other way round.
+ * entry never points at files that are not there yet. `cleanUp` goes the other way round. DHCP
+ * entries are named by this conductor (`dhcpOwner`); writing a node's entries retires other
+ * conductors' entries of the node in shared DHCP directories (`dhcp.ts`).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdir, readdir, rm } from 'node:fs/promises';
@@ -25,8 +27,10 @@ import {
   writeFileIfChanged,
 } from './atomic-fs.js';
 import type { WriteOptions } from './atomic-fs.js';
-import { dhcpOptsPath, removeDhcpEntries, renderDhcpEntries, retireDhcpHosts, writeDhcpEntries } from './dhcp.js';
-import type { DhcpBootFiles, DhcpOptions } from './dhcp.js';
+import { removeDhcpEntries, renderDhcpEntries, retireDhcpHosts, writeDhcpEntries } from './dhcp.js';
+import type { DhcpBootFiles, DhcpChanges, DhcpOptions } from './dhcp.js';
+import { dhcpOwnerToken } from './dhcp-names.js';
+import { listDhcpOwners, sweepDhcpEntries } from './dhcp-sweep.js';
 import { InvalidBootInput } from './errors.js';
 import { applySync, forgetMasterStats } from './fast-apply.js';
 import { ImageCache } from './image-cache.js';
@@ -39,6 +43,7 @@ import { buildNodeSpec, parseManifest } from './node-spec.js';
 import type { NodeSpec, SpecSettings } from './node-spec.js';
 import { sweep, sweepDirs } from './sweep.js';
 import type { SweepReport } from './sweep.js';
+import type { ServedListener } from './proxydhcp/owned-macs.js';
 import { NODE_FILES, renderBootIpxe } from './templates/index.js';
 import type { BootImages, BootInterface, BootLogger, BootNode, BootPort, ImageSource } from './types.js';
 import { IMAGE_ROLES } from './types.js';
@@ -46,6 +51,15 @@ import { checkHttpUrl, normalizeMac, normalizeUuid } from './validate.js';
 
 /** Set inside `BootEnvironment.batch`: per-file fsyncs are skipped, one sync at the end covers them. */
 const batchContext = new AsyncLocalStorage<{ wrote: boolean }>();
+
+/** How long a listing of the conductors writing into the DHCP directories is used (ms). */
+const DHCP_OWNERS_TTL_MS = 1000;
+
+/** Adds what a DHCP write or retirement changed to a node's changes. */
+function addChanges(changes: BootChanges, dhcp: DhcpChanges): void {
+  changes.written.push(...dhcp.written);
+  changes.removed.push(...dhcp.removed);
+}
 
 const UUID_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -65,6 +79,8 @@ export interface BootEnvironmentOptions {
   dhcpHostsDir?: string;
   /** dnsmasq `dhcp-optsdir`. */
   dhcpOptsDir?: string;
+  /** This conductor's host name: DHCP file names and tags carry it. Required with the DHCP directories. */
+  dhcpOwner?: string;
   /** On clean-up, `ignore` (default) rewrites a MAC's host line to `mac,ignore`; `remove` deletes it. */
   dhcpCleanUp?: 'ignore' | 'remove';
   /** Boot files DHCP hands to non-iPXE clients (PXELINUX, GRUB, iPXE chain loaders). */
@@ -84,6 +100,12 @@ export interface BootEnvironmentOptions {
   /** A shared cache instance, or options (other than `dir`) for the one created on `masterPath`. */
   imageCache?: ImageCache | Omit<ImageCacheOptions, 'dir'>;
   logger?: BootLogger;
+  /**
+   * Told which nodes this environment serves (the ProxyDHCP responder's MAC index): after every
+   * `prepare` that succeeded, changed or already current, and at the start of every `cleanUp`,
+   * before any file goes, so a node is never answered for while its files are being removed.
+   */
+  served?: ServedListener;
 }
 
 /** What `prepare` or `cleanUp` changed on disk: empty lists for a node that was already current. */
@@ -106,6 +128,8 @@ export class BootEnvironment {
   private readonly chains = new Map<string, Promise<unknown>>();
   /** File-system flushes `batch` has run: one per batch that changed something on disk. */
   flushes = 0;
+  /** The other conductors writing into the DHCP directories, as last listed (see `dhcpOthers`). */
+  private others: { at: number; list: Promise<string[]> } | null = null;
 
   constructor(private readonly options: BootEnvironmentOptions) {
     this.roots = { tftpRoot: options.tftpRoot, httpRoot: options.httpRoot };
@@ -119,9 +143,11 @@ export class BootEnvironment {
     }
     if (options.dhcpHostsDir !== undefined && options.dhcpOptsDir !== undefined) {
       if (options.tftpServer === undefined) throw new InvalidBootInput('tftpServer', 'is required to write DHCP entries');
+      if (options.dhcpOwner === undefined) throw new InvalidBootInput('dhcpOwner', 'is required to write DHCP entries');
       this.dhcp = {
         hostsDir: options.dhcpHostsDir,
         optsDir: options.dhcpOptsDir,
+        owner: dhcpOwnerToken(options.dhcpOwner),
         tftpServer: options.tftpServer,
         httpUrl: options.httpUrl,
         bootFiles: options.bootFiles,
@@ -200,7 +226,13 @@ export class BootEnvironment {
    */
   async prepare(node: BootNode, ports: readonly BootPort[], images: BootImages): Promise<BootChanges> {
     const spec = this.spec(node, ports, images);
-    return this.changing(() => this.serial(spec.uuid, () => this.apply(spec)));
+    return this.changing(() =>
+      this.serial(spec.uuid, async () => {
+        const changes = await this.apply(spec);
+        this.options.served?.serve({ uuid: spec.uuid, bootMode: spec.mode, bootInterface: spec.iface }, spec.macs);
+        return changes;
+      }),
+    );
   }
 
   /**
@@ -211,17 +243,36 @@ export class BootEnvironment {
     const uuid = normalizeUuid(node.uuid);
     const given = ports.map((p, i) => normalizeMac(p.address, `ports[${i}].address`));
     return this.changing(() => this.serial(uuid, async () => {
+      this.options.served?.retire(uuid);
       const changes: BootChanges = { uuid, written: [], removed: [] };
       const macs = [...new Set([...given, ...(await this.recordedMacs(uuid))])];
       await this.removeLinks(uuid, macs, new Set(), changes);
       if (this.dhcp !== undefined) {
-        const opts = dhcpOptsPath(this.dhcp.optsDir, uuid);
-        for (const path of await removeDhcpEntries(uuid, macs, this.dhcp, this.writeOptions())) {
-          // Host files turned into `mac,ignore` were written; the option file (and `remove`d host files) are gone.
-          (this.dhcp.cleanUp === 'remove' || path === opts ? changes.removed : changes.written).push(path);
-        }
+        // Host files turned into `mac,ignore` were written; option files (and removed host files) are gone.
+        addChanges(changes, await removeDhcpEntries(uuid, macs, this.dhcp, await this.dhcpOthers(), this.writeOptions()));
       }
       for (const dir of this.nodeDirs(uuid)) await this.removeDir(dir, changes);
+      return changes;
+    }));
+  }
+
+  /** True when this environment writes dnsmasq entries (both DHCP directories set). */
+  get writesDhcp(): boolean {
+    return this.dhcp !== undefined;
+  }
+
+  /**
+   * Retires this conductor's DHCP entries of a node and nothing else (its boot files stay): what a
+   * stopping conductor does once the node's new owner has written its own (see `dhcp.ts` for what
+   * retiring writes). A no-op without DHCP directories.
+   */
+  async retireDhcp(node: Pick<BootNode, 'uuid'>): Promise<BootChanges> {
+    const uuid = normalizeUuid(node.uuid);
+    const dhcp = this.dhcp;
+    if (dhcp === undefined) return { uuid, written: [], removed: [] };
+    return this.changing(() => this.serial(uuid, async () => {
+      const changes: BootChanges = { uuid, written: [], removed: [] };
+      addChanges(changes, await removeDhcpEntries(uuid, await this.recordedMacs(uuid), dhcp, await this.dhcpOthers(), this.writeOptions()));
       return changes;
     }));
   }
@@ -253,11 +304,17 @@ export class BootEnvironment {
 
   /**
    * Removes what killed processes left outside node directories: temp files older than
-   * `minTempAgeMs` (default 1 hour) and per-MAC links whose node directory is gone.
+   * `minTempAgeMs` (default 1 hour), per-MAC links whose node directory is gone, and this
+   * conductor's DHCP entries of nodes without a directory here (`dhcp-sweep.ts`).
    */
-  sweep(options: { minTempAgeMs?: number } = {}): Promise<SweepReport> {
-    const dhcpDirs = this.dhcp === undefined ? [] : [this.dhcp.hostsDir, this.dhcp.optsDir];
-    return sweep({ ...sweepDirs(this.roots.tftpRoot, this.roots.httpRoot, dhcpDirs), ...options });
+  async sweep(options: { minTempAgeMs?: number } = {}): Promise<SweepReport & { dhcp: string[] }> {
+    const dhcp = this.dhcp;
+    const dhcpDirs = dhcp === undefined ? [] : [dhcp.hostsDir, dhcp.optsDir];
+    const report = await sweep({ ...sweepDirs(this.roots.tftpRoot, this.roots.httpRoot, dhcpDirs), ...options });
+    const hasNode = async (uuid: string) => (await Promise.all(this.nodeDirs(uuid).map((d) => statOrNull(d)))).some((st) => st !== null);
+    const retired = dhcp === undefined ? [] : await sweepDhcpEntries(dhcp, hasNode, this.writeOptions(), (uuid, fn) => this.serial(uuid, fn));
+    if (retired.length > 0) this.options.logger?.info({ nodes: retired.length, sample: retired.slice(0, 10) }, 'retired DHCP entries of nodes without boot files here');
+    return { ...report, dhcp: retired };
   }
 
   /** Uuids of the nodes that have a directory under either root (prepared, or half cleaned up). */
@@ -336,7 +393,7 @@ export class BootEnvironment {
       const wanted = new Set(spec.links.map((l) => l.path));
       await this.removeLinks(spec.uuid, [...new Set([...recorded, ...spec.macs])], wanted, changes);
       const gone = recorded.filter((m) => !spec.macs.includes(m));
-      if (this.dhcp !== undefined && gone.length > 0) changes.written.push(...(await retireDhcpHosts(spec.uuid, gone, this.dhcp, write)));
+      if (this.dhcp !== undefined && gone.length > 0) addChanges(changes, await retireDhcpHosts(spec.uuid, gone, this.dhcp, await this.dhcpOthers(), write));
     }
     for (const [i, dir] of others.entries()) if (otherManifests[i] !== null) await this.removeDir(dir, changes);
 
@@ -351,7 +408,7 @@ export class BootEnvironment {
       const bootIpxe = join(this.roots.httpRoot, BOOT_IPXE_NAME);
       if (await writeFileIfChanged(bootIpxe, renderBootIpxe(), write)) changes.written.push(bootIpxe);
     }
-    if (spec.dhcp !== null) changes.written.push(...(await writeDhcpEntries(spec.dhcp, write)));
+    if (spec.dhcp !== null && this.dhcp !== undefined) addChanges(changes, await writeDhcpEntries(spec.dhcp, this.dhcp, await this.dhcpOthers(), write));
 
     if (changes.written.length + changes.removed.length > 0) {
       this.options.logger?.debug({ node: spec.uuid, written: changes.written.length, removed: changes.removed.length }, 'prepared boot files');
@@ -409,6 +466,26 @@ export class BootEnvironment {
     for (const role of IMAGE_ROLES) await this.cache.touch(join(dir, NODE_FILES[role]), true);
     await rm(dir, { recursive: true, force: true });
     changes.removed.push(dir);
+  }
+
+  /**
+   * The other conductors with entries in the DHCP directories: listed at most once a second (a
+   * take-over writes thousands of nodes' entries; conductors come and go far less often). The
+   * periodic verify pass rewrites every owned node's entries, which catches a conductor missed here.
+   */
+  private dhcpOthers(): Promise<string[]> {
+    const dhcp = this.dhcp;
+    if (dhcp === undefined) return Promise.resolve([]);
+    const now = Date.now();
+    if (this.others === null || now - this.others.at >= DHCP_OWNERS_TTL_MS) {
+      const list = listDhcpOwners(dhcp).then((owners) => owners.filter((o) => o !== dhcp.owner));
+      // A failed listing is not kept: the next call lists again.
+      list.catch(() => {
+        if (this.others?.list === list) this.others = null;
+      });
+      this.others = { at: now, list };
+    }
+    return this.others.list;
   }
 
   private nodeDirs(uuid: string): string[] {

@@ -1,22 +1,34 @@
 /**
  * dnsmasq host and option files (`dhcp-hostsdir`, `dhcp-optsdir`) that point each pxe-enabled MAC of
- * a node at this conductor, in Ironic's format:
+ * a node at its owning conductor, in Ironic's format, named and tagged by the writing conductor
+ * (`dhcp-names.ts`):
  *
- *   dhcp_hostsdir/ironring-aa-bb-cc-dd-ee-ff.conf   aa:bb:cc:dd:ee:ff,set:<tag>,set:ironring
- *   dhcp_optsdir/ironring-<uuid>.conf               tag:<tag>,option:tftp-server,10.0.0.5 …
+ *   dhcp_hostsdir/ironring-<conductor>-aa-bb-cc-dd-ee-ff.conf  aa:bb:cc:dd:ee:ff,set:<tag>,set:ironring
+ *   dhcp_optsdir/ironring-<conductor>-<uuid>.conf              tag:<tag>,option:tftp-server,10.0.0.5 …
  *
- * dnsmasq reads new and changed files by itself but only *adds* what it reads until SIGHUP, so a
- * changed option set must not reuse an old tag: the tag is derived from the node uuid and a digest
- * of its options, and changes whenever they do (Ironic uses a fresh random tag per change for the
- * same reason). On clean-up the host line becomes `mac,ignore` (as Ironic does): this dnsmasq then
- * stops answering for the MAC even from a general `dhcp-range`, leaving it to the conductor that owns
- * the node now. `cleanUp: 'remove'` deletes the file instead.
+ * How dnsmasq reads these (checked with dnsmasq 2.90, see docs/boot.md): new and changed files are
+ * read at once, and the host line read **last** for a MAC is the one it answers with; a removed file's
+ * lines stay in memory until SIGHUP, and at SIGHUP the files are read in no defined order. Hence:
+ *
+ * - a changed option set never reuses a tag: the tag carries a digest of the options;
+ * - the owner writes its option file, then its host files, then removes every other conductor's
+ *   host and option files of the node's MACs and uuid (it is the owner now; in a shared directory
+ *   that retires a stopped or dead conductor's entries at once). Its host line is rewritten even
+ *   when unchanged if another one was there, so it is the one read last. Others' files are removed,
+ *   never rewritten to `ignore`: an `ignore` read after the owner's line would silence the node;
+ * - a conductor retires its own host line by rewriting it to `mac,ignore` (as Ironic: this dnsmasq
+ *   then stops answering for the MAC, even from a general `dhcp-range`), unless another conductor's
+ *   live line for the MAC is there — then its file is removed, leaving that line the last read.
+ *   `cleanUp: 'remove'` always removes;
+ * - files of the old, unprefixed scheme count as another writer's: the owner removes them when it
+ *   writes its own, and retiring them migrates them to this conductor's `ignore` file.
  */
 import { createHash } from 'node:crypto';
 import { isIPv4 } from 'node:net';
 import { join } from 'node:path';
-import { readTextOrNull, removeIfPresent, writeFileIfChanged } from './atomic-fs.js';
+import { readTextOrNull, removeIfPresent, writeFileAtomic, writeFileIfChanged } from './atomic-fs.js';
 import type { WriteOptions } from './atomic-fs.js';
+import { checkOwnerToken, dhcpHostPath, dhcpOptsPath, dhcpTag, tagPrefix } from './dhcp-names.js';
 import { InvalidBootInput } from './errors.js';
 import { BOOT_IPXE_NAME } from './layout.js';
 import type { BootInterface, BootMode } from './types.js';
@@ -47,30 +59,30 @@ export interface DhcpOptions {
   hostsDir: string;
   /** dnsmasq `dhcp-optsdir`. */
   optsDir: string;
+  /** The writing conductor's token (`dhcpOwnerToken` of its host name): in file names and tags. */
+  owner: string;
   /** This conductor's TFTP server, `host` or `host:port`. DHCP carries only the host: PXE ROMs always use port 69. */
   tftpServer: string;
   /** Base URL of the HTTP boot server; iPXE clients get `<httpUrl>/boot.ipxe`. Required for iPXE nodes. */
   httpUrl?: string;
   bootFiles?: Partial<DhcpBootFiles>;
-  /** What clean-up leaves for a MAC: `ignore` (default, as Ironic) or `remove` the host file. */
+  /** What retiring leaves for a MAC: `ignore` (default, as Ironic) or `remove` the host file. */
   cleanUp?: 'ignore' | 'remove';
 }
 
 /** The entries of one node, rendered. */
 export interface DhcpEntries {
+  uuid: string;
+  owner: string;
   tag: string;
   opts: { path: string; content: string };
   hosts: { mac: string; path: string; content: string }[];
 }
 
-/** Path of the host file of a MAC. */
-export function dhcpHostPath(hostsDir: string, mac: string): string {
-  return join(hostsDir, `ironring-${mac.replaceAll(':', '-')}.conf`);
-}
-
-/** Path of the option file of a node. */
-export function dhcpOptsPath(optsDir: string, uuid: string): string {
-  return join(optsDir, `ironring-${uuid}.conf`);
+/** What writing or retiring entries changed: files written (an `ignore` line counts) and files removed. */
+export interface DhcpChanges {
+  written: string[];
+  removed: string[];
 }
 
 /** The host part of `host`, `host:port`, `[v6]:port` or a bare IPv6 address. */
@@ -92,6 +104,7 @@ export function renderDhcpEntries(
   options: DhcpOptions,
 ): DhcpEntries {
   const files = { ...DEFAULT_BOOT_FILES, ...options.bootFiles };
+  const owner = checkOwnerToken(options.owner);
   const host = checkToken(tftpHost(options.tftpServer), 'tftpServer');
   const uefi = node.bootMode === 'uefi';
   // Options without the tag first: the tag is a digest of them.
@@ -110,50 +123,95 @@ export function renderDhcpEntries(
     body.push(`option:bootfile-name,${checkToken(uefi ? files.pxeUefi : files.pxeBios, 'bootFiles')}`);
   }
   const digest = createHash('sha256').update(`${node.uuid}\n${body.join('\n')}`).digest('hex').slice(0, 8);
-  const tag = `ir-${node.uuid}-${digest}`;
+  const tag = dhcpTag(owner, node.uuid, digest);
   return {
+    uuid: node.uuid,
+    owner,
     tag,
-    opts: { path: dhcpOptsPath(options.optsDir, node.uuid), content: body.map((line) => `tag:${tag},${line}\n`).join('') },
-    hosts: macs.map((mac) => ({ mac, path: dhcpHostPath(options.hostsDir, mac), content: `${mac},set:${tag},set:ironring\n` })),
+    opts: { path: dhcpOptsPath(options.optsDir, owner, node.uuid), content: body.map((line) => `tag:${tag},${line}\n`).join('') },
+    hosts: macs.map((mac) => ({ mac, path: dhcpHostPath(options.hostsDir, owner, mac), content: `${mac},set:${tag},set:ironring\n` })),
   };
 }
 
-/** Writes rendered entries (options first, so a host line never activates a tag without options). Returns the paths written. */
-export async function writeDhcpEntries(entries: DhcpEntries, write: WriteOptions = {}): Promise<string[]> {
-  const written: string[] = [];
-  if (await writeFileIfChanged(entries.opts.path, entries.opts.content, write)) written.push(entries.opts.path);
-  for (const host of entries.hosts) {
-    if (await writeFileIfChanged(host.path, host.content, write)) written.push(host.path);
-  }
-  return written;
+/** Path of a MAC's host file in the old, unprefixed scheme. */
+function legacyHostPath(hostsDir: string, mac: string): string {
+  return join(hostsDir, `ironring-${mac.replaceAll(':', '-')}.conf`);
 }
 
-/** True when the host file of `mac` holds a tag of node `uuid` (so clean-up of `uuid` may change it). */
-export async function hostFileBelongsTo(path: string, uuid: string): Promise<boolean> {
-  const content = await readTextOrNull(path);
-  return content !== null && content.includes(`,set:ir-${uuid}-`);
+/** Path of a node's option file in the old, unprefixed scheme. */
+function legacyOptsPath(optsDir: string, uuid: string): string {
+  return join(optsDir, `ironring-${uuid}.conf`);
+}
+
+/** True for a host line that makes dnsmasq answer (anything but `mac,ignore`). */
+export function isLiveHostLine(content: string): boolean {
+  return !/,ignore\s*$/.test(content);
+}
+
+/** Host files of `mac` written by anyone but `owner` (other conductors and the old scheme), with their content. */
+async function othersHostFiles(hostsDir: string, owner: string, others: readonly string[], mac: string): Promise<Array<{ path: string; content: string }>> {
+  const paths = [...others.filter((o) => o !== owner).map((o) => dhcpHostPath(hostsDir, o, mac)), legacyHostPath(hostsDir, mac)];
+  const found = await Promise.all(paths.map(async (path) => ({ path, content: await readTextOrNull(path) })));
+  return found.filter((f): f is { path: string; content: string } => f.content !== null);
 }
 
 /**
- * Retires host files of `macs` that still carry a tag of node `uuid`: each becomes `mac,ignore` (or
- * is removed). Returns the paths changed.
+ * Writes rendered entries as their node's owner: its option file first (a host line never activates
+ * a tag without options), then its host files, then removes the host files other conductors (and the
+ * old scheme) have for these MACs and their option files for this node. `others` are the tokens of
+ * the other conductors that write into these directories (`listDhcpOwners`).
  */
-export async function retireDhcpHosts(uuid: string, macs: readonly string[], options: DhcpOptions, write: WriteOptions = {}): Promise<string[]> {
-  const changed: string[] = [];
-  for (const mac of macs) {
-    const path = dhcpHostPath(options.hostsDir, mac);
-    // A MAC re-enrolled on another node carries that node's tag now: leave it alone.
-    if (!(await hostFileBelongsTo(path, uuid))) continue;
-    const done = options.cleanUp === 'remove' ? await removeIfPresent(path) : await writeFileIfChanged(path, `${mac},ignore\n`, write);
-    if (done) changed.push(path);
+export async function writeDhcpEntries(entries: DhcpEntries, options: Pick<DhcpOptions, 'hostsDir' | 'optsDir'>, others: readonly string[] = [], write: WriteOptions = {}): Promise<DhcpChanges> {
+  const changes: DhcpChanges = { written: [], removed: [] };
+  if (await writeFileIfChanged(entries.opts.path, entries.opts.content, write)) changes.written.push(entries.opts.path);
+  for (const host of entries.hosts) {
+    const theirs = await othersHostFiles(options.hostsDir, entries.owner, others, host.mac);
+    if (theirs.length > 0) {
+      // dnsmasq answers with the line it read last: ours must come after theirs, changed or not.
+      await writeFileAtomic(host.path, host.content, write);
+      changes.written.push(host.path);
+    } else if (await writeFileIfChanged(host.path, host.content, write)) {
+      changes.written.push(host.path);
+    }
+    for (const other of theirs) if (await removeIfPresent(other.path)) changes.removed.push(other.path);
   }
-  return changed;
+  const otherOpts = [...others.filter((o) => o !== entries.owner).map((o) => dhcpOptsPath(options.optsDir, o, entries.uuid)), legacyOptsPath(options.optsDir, entries.uuid)];
+  for (const path of otherOpts) if (await removeIfPresent(path)) changes.removed.push(path);
+  return changes;
 }
 
-/** Retires a node's host files (see `retireDhcpHosts`), then removes its option file. Returns the paths changed. */
-export async function removeDhcpEntries(uuid: string, macs: readonly string[], options: DhcpOptions, write: WriteOptions = {}): Promise<string[]> {
-  const changed = await retireDhcpHosts(uuid, macs, options, write);
-  const opts = dhcpOptsPath(options.optsDir, uuid);
-  if (await removeIfPresent(opts)) changed.push(opts);
-  return changed;
+/**
+ * Retires this conductor's host lines of `macs` that still point at node `uuid` (and such lines of
+ * the old scheme): each becomes this conductor's `mac,ignore` file, or is removed when `cleanUp` is
+ * `remove` or another conductor's live line for the MAC is there (it must stay the last one read).
+ * A MAC re-enrolled on another node carries that node's tag now and is left alone.
+ */
+export async function retireDhcpHosts(uuid: string, macs: readonly string[], options: DhcpOptions, others: readonly string[] = [], write: WriteOptions = {}): Promise<DhcpChanges> {
+  const changes: DhcpChanges = { written: [], removed: [] };
+  const owner = checkOwnerToken(options.owner);
+  for (const mac of macs) {
+    const own = dhcpHostPath(options.hostsDir, owner, mac);
+    const legacy = legacyHostPath(options.hostsDir, mac);
+    const ownContent = await readTextOrNull(own);
+    const ownPoints = ownContent !== null && ownContent.includes(tagPrefix(owner, uuid));
+    const legacyPoints = ((await readTextOrNull(legacy)) ?? '').includes(tagPrefix(null, uuid));
+    if (!ownPoints && !legacyPoints) continue;
+    const theirs = (await othersHostFiles(options.hostsDir, owner, others, mac)).filter((f) => f.path !== legacy);
+    const remove = options.cleanUp === 'remove' || theirs.some((f) => isLiveHostLine(f.content));
+    // Our own file may point at another node that has the MAC now: only a line of this node becomes `ignore`.
+    const mayIgnore = ownPoints || ownContent === null || !isLiveHostLine(ownContent);
+    if (!remove && mayIgnore && (await writeFileIfChanged(own, `${mac},ignore\n`, write))) changes.written.push(own);
+    if (remove && ownPoints && (await removeIfPresent(own))) changes.removed.push(own);
+    if (legacyPoints && (await removeIfPresent(legacy))) changes.removed.push(legacy);
+  }
+  return changes;
+}
+
+/** Retires a node's host lines (see `retireDhcpHosts`), then removes its option files (this conductor's and the old scheme's). */
+export async function removeDhcpEntries(uuid: string, macs: readonly string[], options: DhcpOptions, others: readonly string[] = [], write: WriteOptions = {}): Promise<DhcpChanges> {
+  const changes = await retireDhcpHosts(uuid, macs, options, others, write);
+  for (const path of [dhcpOptsPath(options.optsDir, options.owner, uuid), legacyOptsPath(options.optsDir, uuid)]) {
+    if (await removeIfPresent(path)) changes.removed.push(path);
+  }
+  return changes;
 }

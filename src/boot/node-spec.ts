@@ -7,7 +7,7 @@ import type { DhcpEntries, DhcpOptions } from './dhcp.js';
 import { InvalidBootInput } from './errors.js';
 import { configFormat, macLinks, nodeLayout } from './layout.js';
 import type { BootRoots, MacLink, NodeLayout } from './layout.js';
-import { renderBootConfig } from './templates/index.js';
+import { ipxeParamsProblem, joinParams, renderBootConfig } from './templates/index.js';
 import type { BootImages, BootInterface, BootLabel, BootMode, BootNode, BootPort, ImageRole, ImageSource } from './types.js';
 import { IMAGE_ROLES } from './types.js';
 import { checkBootMode, checkHttpUrl, checkInterface, checkLabel, checkParams, normalizeMac, normalizeUuid, parseChecksum } from './validate.js';
@@ -59,23 +59,32 @@ export function buildNodeSpec(node: BootNode, ports: readonly BootPort[], images
     if (typeof image.url !== 'string' || image.url === '') throw new InvalidBootInput(`images.${role}.url`, 'is required');
     chosen[role] = image;
   }
-  if (chosen.deployKernel === undefined || chosen.deployRamdisk === undefined) {
-    throw new InvalidBootInput('images', 'deployKernel and deployRamdisk are required');
-  }
+  if ((chosen.deployKernel === undefined) !== (chosen.deployRamdisk === undefined)) throw new InvalidBootInput('images', 'deployKernel and deployRamdisk go together');
   if ((chosen.kernel === undefined) !== (chosen.ramdisk === undefined)) throw new InvalidBootInput('images', 'kernel and ramdisk go together');
+  if (label === 'deploy' && chosen.deployKernel === undefined) throw new InvalidBootInput('node.label', 'deploy needs images.deployKernel and images.deployRamdisk');
   if (label === 'boot_ramdisk' && chosen.kernel === undefined) throw new InvalidBootInput('node.label', 'boot_ramdisk needs images.kernel and images.ramdisk');
+  // A label only for an image pair the node has: a config never names a file that is not there.
+  const labels: BootLabel[] = [...(chosen.deployKernel ? (['deploy'] as const) : []), ...(chosen.kernel ? (['boot_ramdisk'] as const) : [])];
   if (iface === 'ipxe' && (settings.httpUrl === undefined || settings.roots.httpRoot === undefined)) {
     throw new InvalidBootInput('node.bootInterface', 'ipxe needs httpRoot and httpUrl');
   }
 
   const format = configFormat(iface, mode);
   const layout = nodeLayout(uuid, format, settings.roots);
+  const param = (value: string | undefined, field: string): string => {
+    const checked = checkParams(value, field);
+    const problem = format === 'ipxe' ? ipxeParamsProblem(checked) : null;
+    if (problem !== null) throw new InvalidBootInput(field, problem);
+    return checked;
+  };
   const config = renderBootConfig(format, {
     uuid,
     label,
-    appendParams: [checkParams(settings.appendParams, 'appendParams'), checkParams(node.kernelParams, 'node.kernelParams')].filter(Boolean).join(' '),
-    deployParams: checkParams(settings.deployParams, 'deployParams'),
-    ramdiskParams: checkParams(settings.ramdiskParams, 'ramdiskParams'),
+    labels,
+    // Each label gets its own node parameters: the instance's never reach the deploy ramdisk, nor the other way round.
+    appendParams: param(settings.appendParams, 'appendParams'),
+    deployParams: joinParams(param(settings.deployParams, 'deployParams'), param(node.deployKernelParams, 'node.deployKernelParams')),
+    ramdiskParams: joinParams(param(settings.ramdiskParams, 'ramdiskParams'), param(node.instanceKernelParams, 'node.instanceKernelParams')),
     httpUrl: settings.httpUrl === undefined ? undefined : checkHttpUrl(settings.httpUrl),
     ipxeTimeoutMs: settings.ipxeTimeoutMs,
   });

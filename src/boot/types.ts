@@ -36,8 +36,16 @@ export interface BootNode {
   bootInterface?: BootInterface;
   /** The active label of the config. Default `deploy`. */
   label?: BootLabel;
-  /** Extra kernel parameters for this node, appended after the environment's `appendParams`. */
-  kernelParams?: string;
+  /**
+   * Extra kernel parameters of this node's deploy ramdisk (`deploy` label), after the environment's
+   * `appendParams` and `deployParams` (Ironic: `driver_info.kernel_append_params` plus the agent's).
+   */
+  deployKernelParams?: string;
+  /**
+   * Extra kernel parameters of this node's instance (`boot_ramdisk` label), after the environment's
+   * `appendParams` and `ramdiskParams` (Ironic: `instance_info.kernel_append_params`).
+   */
+  instanceKernelParams?: string;
 }
 
 /** A NIC of the node. Only ports with `pxeEnabled` get per-MAC links and DHCP entries. */
@@ -55,10 +63,14 @@ export interface ImageSource {
   checksum: string;
 }
 
-/** The images a node boots: the deploy pair always, the instance pair for `boot_ramdisk`. */
+/**
+ * The images a node boots: the deploy pair for the `deploy` label, the instance pair for
+ * `boot_ramdisk`. The config holds a label for each pair given, so an instance booted from its own
+ * kernel and ramdisk needs (and fetches) no deploy images.
+ */
 export interface BootImages {
-  deployKernel: ImageSource;
-  deployRamdisk: ImageSource;
+  deployKernel?: ImageSource;
+  deployRamdisk?: ImageSource;
   kernel?: ImageSource;
   ramdisk?: ImageSource;
 }

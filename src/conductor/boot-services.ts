@@ -1,13 +1,19 @@
 /**
  * A conductor's boot services (DESIGN §6): the boot environment (per-node files, image cache, DHCP
- * entries) and the embedded TFTP and HTTP boot servers, built from configuration. The addresses
- * nodes should use are derived here and published in the conductor's row.
+ * entries), the embedded TFTP and HTTP boot servers and the ProxyDHCP responder, built from
+ * configuration. The addresses nodes should use are derived here and published in the conductor's
+ * row. The responder answers for the MACs the boot environment reports as served, so it is wired to
+ * the environment here.
  */
 import { mkdir } from 'node:fs/promises';
+import { isIPv4 } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { sep } from 'node:path';
 import { BootEnvironment, startHttpBootServer } from '../boot/index.js';
 import type { HttpBootServer } from '../boot/index.js';
+import { tftpHost } from '../boot/dhcp.js';
+import { OwnedMacs, startProxyDhcp } from '../boot/proxydhcp/index.js';
+import type { ProxyDhcpResponder, ProxyDhcpStats } from '../boot/proxydhcp/index.js';
 import { startTftpServer } from '../boot/tftp/index.js';
 import type { TftpServer, TftpStats } from '../boot/tftp/index.js';
 import { ListenError } from '../common/errors.js';
@@ -24,6 +30,11 @@ export interface BootServices {
   httpUrl: string | null;
   /** The embedded TFTP server's counters, or null when it does not run here. */
   tftpStats(): TftpStats | null;
+  /** The ProxyDHCP responder, or null when it is off or could not bind. */
+  proxyDhcp: ProxyDhcpResponder | null;
+  /** The ProxyDHCP responder's counters, or null when it does not run here. */
+  proxyDhcpStats(): ProxyDhcpStats | null;
+  /** Closes the ProxyDHCP responder first (no answer from here from then on), then the servers. */
   close(): Promise<void>;
 }
 
@@ -55,6 +66,18 @@ async function optional<T>(enabled: boolean | undefined, start: () => Promise<T>
   }
 }
 
+/**
+ * The IPv4 address the ProxyDHCP responder names itself by (option 54): `[dhcp]
+ * proxy_server_address`, else the TFTP host nodes use when it is IPv4, else the bind address, else
+ * this host's first IPv4 address.
+ */
+export function proxyServerAddress(config: Config, tftpAddress: string | null): string {
+  if (config.dhcp.proxy_server_address) return config.dhcp.proxy_server_address;
+  const tftp = tftpAddress ? tftpHost(tftpAddress) : '';
+  if (isIPv4(tftp)) return tftp;
+  return reachableHost(config.dhcp.proxy_address);
+}
+
 export async function startBootServices(config: Config, logger: Logger, optionalServers: OptionalServers = {}): Promise<BootServices> {
   const { pxe, deploy, dnsmasq } = config;
   const fileUrlAllowedPaths = splitList(config.conductor.file_url_allowed_paths);
@@ -66,7 +89,9 @@ export async function startBootServices(config: Config, logger: Logger, optional
   );
   let tftp: TftpServer | undefined;
   let http: HttpBootServer | undefined;
+  let proxyDhcp: ProxyDhcpResponder | undefined;
   const close = async () => {
+    await proxyDhcp?.close();
     await Promise.all([tftp?.close(), http?.close()]);
   };
   try {
@@ -97,15 +122,18 @@ export async function startBootServices(config: Config, logger: Logger, optional
         httpUrl = `http://${reachableHost(splitAddress(deploy.http_address).host)}:${port}`;
       }
     }
+    const owned = new OwnedMacs();
+    const bootFiles = { pxeBios: pxe.pxe_bootfile_name, pxeUefi: pxe.uefi_pxe_bootfile_name, ipxeBios: pxe.ipxe_bootfile_name, ipxeUefi: pxe.uefi_ipxe_bootfile_name };
     const environment = new BootEnvironment({
       tftpRoot: pxe.tftp_root,
       masterPath: pxe.tftp_master_path,
       httpRoot: deploy.http_root,
       ...(httpUrl ? { httpUrl } : {}),
       ...(tftpAddress ? { tftpServer: tftpAddress } : {}),
-      ...(dnsmasq.dhcp_hostsdir && dnsmasq.dhcp_optsdir ? { dhcpHostsDir: dnsmasq.dhcp_hostsdir, dhcpOptsDir: dnsmasq.dhcp_optsdir } : {}),
+      // DHCP file names and tags carry the conductor's host name: conductors sharing the directories never mix entries.
+      ...(dnsmasq.dhcp_hostsdir && dnsmasq.dhcp_optsdir ? { dhcpHostsDir: dnsmasq.dhcp_hostsdir, dhcpOptsDir: dnsmasq.dhcp_optsdir, dhcpOwner: config.DEFAULT.host } : {}),
       dhcpCleanUp: dnsmasq.dhcp_cleanup,
-      bootFiles: { pxeBios: pxe.pxe_bootfile_name, pxeUefi: pxe.uefi_pxe_bootfile_name, ipxeBios: pxe.ipxe_bootfile_name, ipxeUefi: pxe.uefi_ipxe_bootfile_name },
+      bootFiles,
       defaultBootInterface: httpUrl ? pxe.default_boot_interface : 'pxe',
       appendParams: pxe.pxe_append_params,
       imageCache: {
@@ -115,8 +143,35 @@ export async function startBootServices(config: Config, logger: Logger, optional
         fileUrlAllowedPaths,
       },
       logger: logger.child({ component: 'boot' }),
+      ...(config.dhcp.proxy_enabled ? { served: owned } : {}),
     });
-    return { environment, tftpAddress, httpUrl, tftpStats: () => tftp?.stats() ?? null, close };
+    if (config.dhcp.proxy_enabled) {
+      const { dhcp } = config;
+      const serverAddress = proxyServerAddress(config, tftpAddress);
+      proxyDhcp = await optional(true, () => startProxyDhcp({
+          address: dhcp.proxy_address,
+          dhcpPort: dhcp.proxy_port,
+          pxePort: dhcp.proxy_pxe_port,
+          serverAddress,
+          tftpHost: tftpAddress ? tftpHost(tftpAddress) : serverAddress,
+          ...(httpUrl ? { httpUrl } : {}),
+          bootFiles,
+          arm64Files: { pxe: dhcp.uefi_arm64_pxe_bootfile_name, ipxe: dhcp.uefi_arm64_ipxe_bootfile_name },
+          owned,
+          logger: logger.child({ component: 'proxydhcp' }),
+        }), logger);
+      if (proxyDhcp) logger.info({ ...proxyDhcp.address(), server: serverAddress }, 'ProxyDHCP responder listening');
+    }
+    const responder = proxyDhcp ?? null;
+    return {
+      environment,
+      tftpAddress,
+      httpUrl,
+      tftpStats: () => tftp?.stats() ?? null,
+      proxyDhcp: responder,
+      proxyDhcpStats: () => responder?.stats() ?? null,
+      close,
+    };
   } catch (err) {
     await close();
     throw err;

@@ -7,8 +7,10 @@
  * Start: bind the RPC endpoint (its URL is published), register (refused if a live conductor has
  * this hostname), release this host's stale locks from a previous life, join the cluster view
  * (itself always included), then heartbeat with the database clock.
- * Stop: offline at once (others' rings drop it within one notification), keep heartbeating while
- * locked work finishes (up to `graceful_shutdown_timeout`), release its locks, leave.
+ * Stop: ProxyDHCP answers end first, offline at once (others' rings drop it within one
+ * notification), keep heartbeating while locked work finishes (up to `graceful_shutdown_timeout`),
+ * release its locks; in dnsmasq files mode retire its DHCP entries of each node right after the
+ * node's new owner wrote its own (`stop-hand-off.ts`), with its boot servers still up; leave.
  */
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -35,6 +37,14 @@ import { NodeOperations } from './node-operations.js';
 import { PowerSync } from './power-sync.js';
 import { Reconciler } from './reconciler.js';
 import { rpcRoutes } from './rpc.js';
+import { retireHandedOff } from './stop-hand-off.js';
+
+/**
+ * How long a stopping conductor waits at least, after releasing its locks, for the new owners of
+ * its nodes to write their DHCP entries before it retires its own (ms); `graceful_shutdown_timeout`
+ * from the start of the stop bounds it otherwise.
+ */
+const HAND_OFF_MIN_WAIT_MS = 5000;
 
 export interface ConductorDeps {
   store: Store;
@@ -104,6 +114,11 @@ export class Conductor {
   /** Where nodes reach this conductor's boot servers (null when one is off). */
   get bootEndpoints(): { tftp: string | null; http: string | null } {
     return { tftp: this.boot?.tftpAddress ?? null, http: this.boot?.httpUrl ?? null };
+  }
+
+  /** Where this conductor's ProxyDHCP responder listens, or null when it does not run (off, unbound, stopped). */
+  get proxyDhcpAddress(): { host: string; dhcpPort: number; pxePort: number } | null {
+    return this.state === 'running' ? (this.boot?.proxyDhcp?.address() ?? null) : null;
   }
 
   /** The conductor's row id; stable across restarts. */
@@ -214,6 +229,7 @@ export class Conductor {
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     const boot = this.boot;
     this.metrics.watchTftp(() => boot.tftpStats());
+    this.metrics.watchProxyDhcp(() => boot.proxyDhcpStats());
     try {
       this.parts = this.buildParts(boot);
       await this.startMembership();
@@ -303,7 +319,11 @@ export class Conductor {
 
   private async doStop(): Promise<void> {
     const { store, config } = this.deps;
+    const stopStarted = Date.now();
     this.state = 'stopping';
+    // First of all, this conductor stops answering PXE clients: from here on its nodes are the
+    // survivors' to answer, and two answers at once make iPXE take whichever came last.
+    await this.boot?.proxyDhcp?.close();
     // No new take-overs or clean-ups (a pass in flight stops at its next node): this conductor's
     // files keep serving until the others took over. Going offline does not wait for it.
     const halted = Promise.all([this.parts?.reconciler.stop(), this.parts?.powerSync.stop()]);
@@ -317,6 +337,11 @@ export class Conductor {
     await halted;
     this.view.setSelf(null);
     await this.view.refresh();
+    // From now on the survivors take this conductor's nodes over; their DHCP entries replace ours.
+    const locks: { releasedAt?: number } = {};
+    const handOff = this.handOffDhcp(() =>
+      locks.releasedAt === undefined ? Infinity : Math.max(stopStarted + config.conductor.graceful_shutdown_timeout * 1000, locks.releasedAt + HAND_OFF_MIN_WAIT_MS),
+    );
     if (this.tracker.active > 0) {
       this.log.info({ tasks: this.tracker.tasks() }, 'waiting for locked work to finish');
       const idle = await this.tracker.waitIdle(config.conductor.graceful_shutdown_timeout * 1000);
@@ -327,6 +352,8 @@ export class Conductor {
     } catch (err) {
       this.log.error({ err: (err as Error).message }, 'could not release this conductor\'s locks; survivors release them when its heartbeat expires');
     }
+    locks.releasedAt = Date.now();
+    await handOff;
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.unsubscribe?.();
     await this.view.stop();
@@ -334,6 +361,27 @@ export class Conductor {
     await this.boot?.close();
     this.state = 'stopped';
     this.log.info('conductor stopped');
+  }
+
+  /** Retires this conductor's DHCP entries as the new owners take its nodes (dnsmasq files mode only). */
+  private async handOffDhcp(deadline: () => number): Promise<void> {
+    const boot = this.boot?.environment;
+    if (boot === undefined || !boot.writesDhcp || this.conductorId === undefined) return;
+    try {
+      await retireHandedOff({
+        store: this.deps.store,
+        boot,
+        hostname: this.hostname,
+        conductorId: this.conductorId,
+        group: this.group,
+        view: this.view,
+        deadline,
+        log: this.log,
+        pollMs: this.deps.store.engine === 'sqlite' ? 100 : 200,
+      });
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'could not retire the DHCP entries of nodes handed off');
+    }
   }
 
   private buildRpc(): FastifyInstance {

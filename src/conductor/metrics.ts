@@ -3,6 +3,7 @@
  * conductor, not prom-client's global one: tests run several conductors in one process.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ProxyDhcpStats } from '../boot/proxydhcp/index.js';
 import type { TftpStats } from '../boot/tftp/index.js';
 
 export class ConductorMetrics {
@@ -33,6 +34,8 @@ export class ConductorMetrics {
   readonly powerSyncCorrections: Counter<'action'>;
   /** Where the embedded TFTP server's counters are read at scrape time; null when none runs. */
   private tftpStats: () => TftpStats | null = () => null;
+  /** Where the ProxyDHCP responder's counters are read at scrape time; null when none runs. */
+  private proxyDhcpStats: () => ProxyDhcpStats | null = () => null;
 
   constructor(labels: { conductor: string; conductor_group: string }, options: { processMetrics?: boolean } = {}) {
     const r = this.registry;
@@ -85,6 +88,45 @@ export class ConductorMetrics {
       registers: [r],
     });
     this.registerTftp();
+    this.registerProxyDhcp();
+  }
+
+  /** Reads the ProxyDHCP responder's counters from `stats` whenever /metrics is scraped. */
+  watchProxyDhcp(stats: () => ProxyDhcpStats | null): void {
+    this.proxyDhcpStats = stats;
+  }
+
+  /** ProxyDHCP metrics, filled from the responder's counters at scrape time (nothing when none runs). */
+  private registerProxyDhcp(): void {
+    const read = (): ProxyDhcpStats | null => this.proxyDhcpStats();
+    new Counter({
+      name: 'ironring_proxydhcp_answers_total',
+      help: 'ProxyDHCP replies sent, by kind (offer: to a DHCPDISCOVER on port 67; ack: to a DHCPREQUEST on 67 or 4011).',
+      labelNames: ['kind'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = read();
+        if (!s) return;
+        this.inc({ kind: 'offer' }, s.offers);
+        this.inc({ kind: 'ack' }, s.acks);
+      },
+    });
+    const counter = (name: string, help: string, value: (s: ProxyDhcpStats) => number): void => {
+      new Counter({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          const s = read();
+          if (s) this.inc(value(s));
+        },
+      });
+    };
+    counter('ironring_proxydhcp_ignored_total', 'Well-formed DHCP packets ProxyDHCP did not answer (not a PXE client, MAC not served here, request for another server…).', (s) => s.ignored);
+    counter('ironring_proxydhcp_malformed_total', 'Datagrams on the ProxyDHCP ports that were not DHCP packets, dropped.', (s) => s.malformed);
+    counter('ironring_proxydhcp_send_failures_total', 'ProxyDHCP replies the socket failed to send.', (s) => s.sendFailures);
   }
 
   /** Reads the embedded TFTP server's counters from `stats` whenever /metrics is scraped. */

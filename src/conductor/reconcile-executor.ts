@@ -1,8 +1,11 @@
 /**
  * Carries out a reconcile pass's plan (`reconcile-plan.ts`), in order: the memory changes, the
  * take-overs (`take-over.ts`), the resumption of stranded work (`stranded-work.ts` through the
- * options' `resume`), the replica pre-caching (`reconcile-precache.ts`), the clean-ups. Each step
- * stops between nodes once the reconciler stops; the report counts what was done.
+ * options' `resume`), the replica pre-caching (`reconcile-precache.ts`), the clean-ups, and on a
+ * verify pass (start, periodic) the boot environment's sweep of what crashes left outside node
+ * directories (stale temp files, dangling links, this conductor's DHCP entries of nodes without
+ * files here). Each step stops between nodes once the reconciler stops; the report counts what was
+ * done.
  */
 import type { Port } from './reconcile-inputs.js';
 import type { PassPlan } from './reconcile-plan.js';
@@ -33,8 +36,18 @@ export async function executePlan(
     await precacheNodes(ctx, plan.precache, pass.verify, report);
     lap('precache');
     await cleanUp(ctx, plan.cleanUp, report);
+    if (pass.verify && !ctx.stopped()) await sweepLeftovers(ctx);
   }
   lap('cleanUp');
+}
+
+/** The boot environment's sweep; a failure is logged, and the next verify pass sweeps again. */
+async function sweepLeftovers(ctx: ExecutorContext): Promise<void> {
+  try {
+    await ctx.options.boot?.sweep();
+  } catch (err) {
+    ctx.log.warn({ err: (err as Error).message }, 'could not sweep boot leftovers');
+  }
 }
 
 /** Resumes (or fails) the work departed conductors left, one node at a time. */

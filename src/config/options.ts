@@ -38,6 +38,10 @@ export interface OptionSpec {
 /** `host:port` with an IPv4 address, a host name, or a bracketed IPv6 address. */
 export const ADDRESS_PATTERN = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 
+/** A dotted IPv4 address. */
+export const IPV4_PATTERN = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
+const OPTIONAL_IPV4_PATTERN = /^((25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3})?$/;
+
 const seconds = (min: number) => ({ kind: 'integer', min }) as const;
 
 /**
@@ -169,7 +173,8 @@ export const OPTIONS = {
     graceful_shutdown_timeout: {
       type: seconds(0),
       default: 60,
-      description: 'Seconds a stopping conductor waits for locked work to finish before releasing its locks.',
+      description:
+        'Seconds a stopping conductor waits for locked work to finish before releasing its locks; in dnsmasq files mode it also bounds the wait for new owners to write their DHCP entries before the stopping conductor retires its own (at least 5 s after its locks are released).',
     },
     sync_local_state_interval: {
       type: seconds(0),
@@ -476,6 +481,45 @@ export const OPTIONS = {
       type: { kind: 'enum', values: ['ignore', 'remove'] },
       default: 'ignore',
       description: "On clean-up, rewrite a node's host line to 'mac,ignore' (as Ironic) or remove it.",
+    },
+  },
+  dhcp: {
+    proxy_enabled: {
+      type: { kind: 'boolean' },
+      default: true,
+      description:
+        'Run the embedded ProxyDHCP responder (boot information for the PXE clients of the nodes this conductor serves; addresses stay with the site DHCP server). When its ports cannot be bound (not root, or another DHCP server on the host) it logs one warning and the conductor runs without it.',
+    },
+    proxy_address: {
+      type: { kind: 'string', pattern: IPV4_PATTERN, describe: 'an IPv4 address' },
+      default: '0.0.0.0',
+      description: 'IPv4 address the ProxyDHCP responder binds; on Linux only 0.0.0.0 receives the broadcasts of PXE clients.',
+    },
+    proxy_port: {
+      type: { kind: 'integer', min: 0, max: 65535 },
+      default: 67,
+      description: 'UDP port of the ProxyDHCP responder for DHCPDISCOVER (67; other values only for tests and relays).',
+    },
+    proxy_pxe_port: {
+      type: { kind: 'integer', min: 0, max: 65535 },
+      default: 4011,
+      description: 'UDP port of the ProxyDHCP responder for PXE boot server requests (4011).',
+    },
+    proxy_server_address: {
+      type: { kind: 'string', pattern: OPTIONAL_IPV4_PATTERN, describe: 'an IPv4 address or empty' },
+      default: '',
+      description:
+        "IPv4 address the ProxyDHCP responder names itself by (option 54); empty: the TFTP server address nodes use ([pxe] tftp_server) when it is IPv4, else proxy_address, else this host's first IPv4 address.",
+    },
+    uefi_arm64_pxe_bootfile_name: {
+      type: { kind: 'string' },
+      default: 'grubaa64.efi',
+      description: 'Boot file ProxyDHCP gives 64-bit ARM UEFI PXE clients (architecture 11) of PXE nodes.',
+    },
+    uefi_arm64_ipxe_bootfile_name: {
+      type: { kind: 'string' },
+      default: 'snponly-arm64.efi',
+      description: 'iPXE chain loader ProxyDHCP gives 64-bit ARM UEFI PXE clients (architecture 11) of iPXE nodes.',
     },
   },
 } as const satisfies Record<string, Record<string, OptionSpec>>;

@@ -5,6 +5,7 @@ import { InvalidBootInput } from '../../src/boot/errors.js';
 import { MAC_A, MAC_A2, MAC_B, UUID_A, UUID_B, sandbox, snapshot, tree } from './helpers.js';
 import type { BootSandbox } from './helpers.js';
 import type { BootImages } from '../../src/boot/types.js';
+import { runIpxe } from './ipxe-sim.js';
 
 let s: BootSandbox;
 let images: Required<BootImages>;
@@ -49,12 +50,26 @@ describe('prepare: PXELINUX layout (BIOS over TFTP)', () => {
     expect(await tree(s.httpRoot)).toEqual([]);
   });
 
-  it('leaves out the instance kernel and ramdisk when none are given, and removes them later', async () => {
+  it('leaves out the instance kernel and ramdisk when none are given, and removes them and their label later', async () => {
     const env = s.env();
     await env.prepare({ uuid: UUID_A }, ports, images);
     const changes = await env.prepare({ uuid: UUID_A }, ports, { deployKernel: images.deployKernel, deployRamdisk: images.deployRamdisk });
     expect(changes.removed.sort()).toEqual([join(s.tftpRoot, UUID_A, 'kernel'), join(s.tftpRoot, UUID_A, 'ramdisk')]);
-    expect(changes.written).toEqual([]);
+    // The config no longer names files that are gone.
+    expect(changes.written).toEqual([join(s.tftpRoot, UUID_A, 'config')]);
+    const config = await readFile(join(s.tftpRoot, UUID_A, 'config'), 'utf8');
+    expect(config).toContain('label deploy\n');
+    expect(config).not.toContain('boot_ramdisk');
+  });
+
+  it('gives each label its own node parameters', async () => {
+    const env = s.env({ deployParams: 'ipa-api-url=http://10.0.0.5:6385', ramdiskParams: 'quiet' });
+    const spec = env.spec({ uuid: UUID_A, deployKernelParams: 'ipa-debug=1', instanceKernelParams: 'console=ttyS0' }, ports, images);
+    const appends = spec.config.split('\n').filter((l) => l.startsWith('append '));
+    expect(appends).toEqual([
+      `append initrd=${UUID_A}/deploy_ramdisk nofb vga=normal ipa-api-url=http://10.0.0.5:6385 ipa-debug=1`,
+      `append initrd=${UUID_A}/ramdisk root=/dev/ram0 nofb vga=normal quiet console=ttyS0`,
+    ]);
   });
 });
 
@@ -145,8 +160,8 @@ describe('cleanUp', () => {
     const changes = await env.cleanUp({ uuid: UUID_A });
     expect(changes.removed).toContain(join(s.tftpRoot, UUID_A));
     expect(await tree(s.tftpRoot)).toEqual(['pxelinux.cfg', ...otherBefore].sort());
-    expect(await readFile(join(s.hostsDir, 'ironring-52-54-00-12-34-56.conf'), 'utf8')).toBe(`${MAC_A},ignore\n`);
-    expect(await tree(s.optsDir)).toEqual([`ironring-${UUID_B}.conf`]);
+    expect(await readFile(join(s.hostsDir, 'ironring-cond-1-52-54-00-12-34-56.conf'), 'utf8')).toBe(`${MAC_A},ignore\n`);
+    expect(await tree(s.optsDir)).toEqual([`ironring-cond-1-${UUID_B}.conf`]);
     expect((await stat(env.cache.pathFor(images.deployKernel))).nlink).toBe(2); // node B's link
 
     expect(await env.cleanUp({ uuid: UUID_A })).toEqual({ uuid: UUID_A, written: [], removed: [] });
@@ -204,6 +219,40 @@ describe('inspect', () => {
 });
 
 describe('input validation', () => {
+  it('refuses iPXE kernel parameters iPXE would read as commands or comments, naming the field', () => {
+    const env = s.env({ defaultBootInterface: 'ipxe' });
+    const cases: Array<[string, 'deployKernelParams' | 'instanceKernelParams', string]> = [
+      ['quiet || reboot', 'deployKernelParams', '||'],
+      ['quiet && shell', 'instanceKernelParams', '&&'],
+      ['quiet ; shell', 'instanceKernelParams', ';'],
+      ['quiet #debug', 'deployKernelParams', '#'],
+    ];
+    for (const [value, key, token] of cases) {
+      const err = (() => {
+        try {
+          env.spec({ uuid: UUID_A, [key]: value }, ports, images);
+        } catch (e) {
+          return e;
+        }
+        return null;
+      })();
+      expect(err, value).toBeInstanceOf(InvalidBootInput);
+      expect((err as InvalidBootInput).field).toBe(`node.${key}`);
+      expect((err as InvalidBootInput).message).toContain(token);
+    }
+    expect(() => s.env({ defaultBootInterface: 'ipxe', appendParams: 'nofb ; reboot' }).spec({ uuid: UUID_A }, ports, images)).toThrow(/appendParams/);
+    // PXELINUX passes the rest of its append line to the kernel as it is: nothing to refuse there.
+    expect(() => s.env().spec({ uuid: UUID_A, deployKernelParams: 'quiet ; x' }, ports, images)).not.toThrow();
+  });
+
+  it('passes quoted values and ${settings} through iPXE to the kernel', () => {
+    const env = s.env({ defaultBootInterface: 'ipxe' });
+    const spec = env.spec({ uuid: UUID_A, label: 'boot_ramdisk', instanceKernelParams: 'dyndbg="file foo.c +p" ip=${ip}' }, ports, images);
+    const run = runIpxe(spec.config, { settings: { ip: '10.0.0.9' } });
+    expect(run.outcome).toBe('booted');
+    expect(run.kernelArgs[0]!.join(' ')).toContain('dyndbg="file foo.c +p" ip=10.0.0.9');
+  });
+
   it('rejects a bad MAC, uuid, checksum, label or kernel parameter before writing anything', async () => {
     const env = s.env();
     const bad: [() => Promise<unknown>, string][] = [
@@ -212,7 +261,10 @@ describe('input validation', () => {
       [() => env.prepare({ uuid: UUID_A }, ports, { ...images, kernel: { url: images.kernel.url, checksum: 'sha1:abc' } }), 'images.kernel.checksum'],
       [() => env.prepare({ uuid: UUID_A }, ports, { ...images, deployKernel: { url: images.deployKernel.url, checksum: 'sha256:abcd' } }), 'images.deployKernel.checksum'],
       [() => env.prepare({ uuid: UUID_A, label: 'boot_ramdisk' }, ports, { deployKernel: images.deployKernel, deployRamdisk: images.deployRamdisk }), 'node.label'],
-      [() => env.prepare({ uuid: UUID_A, kernelParams: 'a\ndefault evil' }, ports, images), 'node.kernelParams'],
+      [() => env.prepare({ uuid: UUID_A, deployKernelParams: 'a\ndefault evil' }, ports, images), 'node.deployKernelParams'],
+      [() => env.prepare({ uuid: UUID_A, instanceKernelParams: 'a\rshell' }, ports, images), 'node.instanceKernelParams'],
+      [() => env.prepare({ uuid: UUID_A }, ports, { kernel: images.kernel, ramdisk: images.ramdisk }), 'node.label'],
+      [() => env.prepare({ uuid: UUID_A }, ports, { ...images, deployRamdisk: undefined }), 'images'],
       [() => env.prepare({ uuid: UUID_A, bootMode: 'legacy' as 'bios' }, ports, images), 'node.bootMode'],
     ];
     for (const [call, field] of bad) {
@@ -256,10 +308,16 @@ describe('sweep', () => {
     await writeFile(leftover, '');
     const before = await snapshot(join(s.tftpRoot, UUID_A));
 
-    expect(await env.sweep({ minTempAgeMs: 0 })).toEqual({ temps: [leftover], danglingLinks: [join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-ab-cd-ef')] });
+    const hostsBefore = await snapshot(s.hostsDir);
+
+    // Node B's DHCP entries outlived its directory: its host line becomes `ignore`, its options go.
+    expect(await env.sweep({ minTempAgeMs: 0 })).toEqual({ temps: [leftover], danglingLinks: [join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-ab-cd-ef')], dhcp: [UUID_B] });
     expect(await tree(join(s.tftpRoot, 'pxelinux.cfg'))).toEqual(['01-52-54-00-12-34-56']);
     expect(await snapshot(join(s.tftpRoot, UUID_A))).toEqual(before);
-    expect(await env.sweep()).toEqual({ temps: [], danglingLinks: [] });
+    expect(await readFile(join(s.hostsDir, 'ironring-cond-1-52-54-00-ab-cd-ef.conf'), 'utf8')).toBe(`${MAC_B},ignore\n`);
+    expect(await tree(s.optsDir)).toEqual([`ironring-cond-1-${UUID_A}.conf`]);
+    expect((await snapshot(s.hostsDir))['ironring-cond-1-52-54-00-12-34-56.conf']).toEqual(hostsBefore['ironring-cond-1-52-54-00-12-34-56.conf']);
+    expect(await env.sweep()).toEqual({ temps: [], danglingLinks: [], dhcp: [] });
   });
 });
 

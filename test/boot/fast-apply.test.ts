@@ -61,14 +61,15 @@ const layouts: Array<{ name: string; bootMode: BootMode; bootInterface: BootInte
 ];
 
 describe.each(layouts)('fast path and general path write the same tree: $name', ({ bootMode, bootInterface }) => {
-  it('for a new node, a change of label, and instance images dropped', async () => {
+  it('for a new node, a change of label, instance images dropped, and deploy images dropped', async () => {
     // Same image bytes in both sandboxes, so checksums and master names agree.
     const fastImages = await fast.images();
     const generalImages = await general.images();
     const steps: Array<{ node: BootNode; images: (all: Required<BootImages>) => BootImages }> = [
       { node: { uuid: UUID_A, bootMode, bootInterface }, images: (all) => all },
-      { node: { uuid: UUID_A, bootMode, bootInterface, label: 'boot_ramdisk', kernelParams: 'console=ttyS0' }, images: (all) => all },
+      { node: { uuid: UUID_A, bootMode, bootInterface, label: 'boot_ramdisk', instanceKernelParams: 'console=ttyS0' }, images: (all) => all },
       { node: { uuid: UUID_A, bootMode, bootInterface }, images: (all) => ({ deployKernel: all.deployKernel, deployRamdisk: all.deployRamdisk }) },
+      { node: { uuid: UUID_A, bootMode, bootInterface, label: 'boot_ramdisk' }, images: (all) => ({ kernel: all.kernel, ramdisk: all.ramdisk }) },
     ];
 
     const fastEnv = fast.env();

@@ -69,6 +69,8 @@ export async function sandbox(): Promise<BootSandbox> {
         tftpServer: '10.0.0.5',
         defaultBootInterface: 'pxe',
         durable: false,
+        // Only used with the DHCP directories: the conductor whose name DHCP files carry.
+        dhcpOwner: 'cond-1',
         ...options,
       });
     },

@@ -105,6 +105,7 @@ describe('reconciler decisions (in process, SQLite)', () => {
         return { removed: hx.cleanUpRemoves ? [uuid] : [], written: [] };
       },
       batch: <T>(fn: () => Promise<T>) => fn(),
+      sweep: async () => ({ temps: [], danglingLinks: [], dhcp: [] }),
     };
     const deploy = {
       prepare: async () => undefined,

@@ -40,7 +40,7 @@ describe('pxe/ipxe boot through the boot environment port', () => {
     expect(environment.calls).toEqual([
       {
         op: 'prepare',
-        node: { uuid: node.uuid, bootInterface: 'pxe', label: 'deploy', kernelParams: 'console=ttyS0 ipa-api-url=http://10.0.0.1:6385' },
+        node: { uuid: node.uuid, bootInterface: 'pxe', label: 'deploy', deployKernelParams: 'console=ttyS0 ipa-api-url=http://10.0.0.1:6385' },
         ports: PORTS,
         images: {
           deployKernel: { url: DEPLOY_IMAGES.deploy_kernel, checksum: DEPLOY_IMAGES.deploy_kernel_checksum },
@@ -58,6 +58,23 @@ describe('pxe/ipxe boot through the boot environment port', () => {
     const call = environment.calls[0];
     expect(call).toMatchObject({ op: 'prepare', node: { uuid: node.uuid, bootInterface: 'ipxe', bootMode: 'uefi', label: 'boot_ramdisk' } });
     expect(call?.op === 'prepare' && call.images.kernel).toEqual({ url: INSTANCE_IMAGES.kernel, checksum: INSTANCE_IMAGES.kernel_checksum });
+    // Booting the instance needs no deploy images: they are neither asked for nor fetched.
+    expect(call?.op === 'prepare' && Object.keys(call.images).sort()).toEqual(['kernel', 'ramdisk']);
+  });
+
+  it("gives the instance label the instance's kernel parameters, the deploy label the driver's", async () => {
+    const { environment, registry } = setup();
+    const node = ipmiNode({
+      driver_info: { ...BMC_INFO, ...DEPLOY_IMAGES, kernel_append_params: 'ipa-debug=1' },
+      instance_info: { ...INSTANCE_IMAGES, kernel_append_params: 'console=ttyS0' },
+    });
+    const task = makeTask(registry, node);
+    await task.driver.boot.prepareRamdisk(task);
+    await task.driver.boot.prepareInstance(task);
+    expect(environment.calls.map((c) => c.op === 'prepare' && c.node)).toEqual([
+      { uuid: node.uuid, bootInterface: 'ipxe', label: 'deploy', deployKernelParams: 'ipa-debug=1' },
+      { uuid: node.uuid, bootInterface: 'ipxe', label: 'boot_ramdisk', instanceKernelParams: 'console=ttyS0' },
+    ]);
   });
 
   it('refuses a node without a pxe-enabled port or without deploy images', async () => {
@@ -76,6 +93,17 @@ describe('pxe/ipxe boot through the boot environment port', () => {
     await expect(bad.driver.deploy.validate(bad)).rejects.toThrow('instance_info.ramdisk_checksum must be sha256:<hex>');
     const ftp = makeTask(registry, ipmiNode({ instance_info: { ...INSTANCE_IMAGES, kernel: 'ftp://x/vmlinuz' } }));
     await expect(ftp.driver.deploy.validate(ftp)).rejects.toThrow('instance_info.kernel must be a file://, http:// or https:// URL');
+  });
+
+  it('refuses, when validating an ipxe node, kernel parameters iPXE would run as commands, naming the field', async () => {
+    const { registry } = setup();
+    const instance = makeTask(registry, ipmiNode({ instance_info: { ...INSTANCE_IMAGES, kernel_append_params: 'quiet || reboot' } }));
+    await expect(instance.driver.boot.validate(instance)).rejects.toMatchObject({ field: 'instance_info.kernel_append_params', httpStatus: 400 });
+    const deploy = makeTask(registry, ipmiNode({ driver_info: { ...BMC_INFO, ...DEPLOY_IMAGES, kernel_append_params: '#debug' } }));
+    await expect(deploy.driver.boot.validate(deploy)).rejects.toMatchObject({ field: 'driver_info.kernel_append_params' });
+    // PXELINUX and GRUB take them as they are (GRUB quotes them): a pxe node is fine.
+    const pxe = makeTask(registry, ipmiNode({ boot_interface: 'pxe', instance_info: { ...INSTANCE_IMAGES, kernel_append_params: 'quiet || reboot' } }));
+    await expect(pxe.driver.boot.validate(pxe)).resolves.toBeUndefined();
   });
 
   it('refuses kernel parameters that would break out of the kernel line', async () => {

@@ -62,6 +62,8 @@ export async function startConductor(url: string, host: string, options: Conduct
       IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(TEST_HEARTBEAT_TIMEOUT),
       IRONRING_CONDUCTOR_GRACEFUL_SHUTDOWN_TIMEOUT: '5',
       IRONRING_LOG_LEVEL: 'debug',
+      // Port 67 is the host's: a test that wants the ProxyDHCP responder turns it on with its own ports.
+      IRONRING_DHCP_PROXY_ENABLED: 'false',
       ...(options.skewMs !== undefined ? { SKEW_CLOCK_MS: String(options.skewMs) } : {}),
       ...options.env,
     },
@@ -105,6 +107,7 @@ export function testConductorEnv(dataDir: string, extra: Record<string, string> 
     IRONRING_CONDUCTOR_RPC_ADDRESS: '127.0.0.1:0',
     IRONRING_PXE_TFTP_ADDRESS: '127.0.0.1:0',
     IRONRING_DEPLOY_HTTP_ADDRESS: '127.0.0.1:0',
+    IRONRING_DHCP_PROXY_ENABLED: 'false',
     ...extra,
   };
 }

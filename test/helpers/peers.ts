@@ -37,13 +37,14 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: '/usr/bin/python3', package: 'python3-tooz', probe: ['-c', 'import tooz.hashring'] },
   { command: 'baremetal', package: 'python3-ironicclient', probe: ['--version'] },
   { command: 'dnsmasq', package: 'dnsmasq-base' },
-  // A real machine (test/realnode/): qemu under TCG, its NIC's iPXE ROM, the busybox of the ramdisk,
+  // udhcpc, the DHCP client of test/boot/dhcp-dnsmasq.test.ts.
+  { command: 'busybox', package: 'busybox-static' },
+  // A real machine (test/realnode/): qemu under TCG, its NIC's iPXE ROM, the ramdisk's busybox (above),
   // PXELINUX for BIOS over TFTP, OVMF and iPXE's snponly.efi for UEFI. Packages that ship files, not
   // programs, are probed with `test -f`. The kernel is downloaded (apt-get download), not installed.
   { command: 'qemu-system-x86_64', package: 'qemu-system-x86' },
   { command: '/usr/bin/test', package: 'ipxe-qemu', probe: ['-f', '/usr/lib/ipxe/qemu/efi-virtio.rom'] },
   { command: '/usr/bin/test', package: 'ipxe', probe: ['-f', '/usr/lib/ipxe/snponly.efi'] },
-  { command: '/usr/bin/test', package: 'busybox-static', probe: ['-f', '/usr/share/doc/busybox-static/copyright'] },
   { command: '/usr/bin/test', package: 'pxelinux', probe: ['-f', '/usr/lib/PXELINUX/pxelinux.0'] },
   { command: '/usr/bin/test', package: 'syslinux-common', probe: ['-f', '/usr/lib/syslinux/modules/bios/ldlinux.c32'] },
   { command: '/usr/bin/test', package: 'ovmf', probe: ['-f', '/usr/share/OVMF/OVMF_CODE_4M.fd'] },

@@ -164,6 +164,9 @@ export async function openLab(): Promise<Lab> {
           IRONRING_CONDUCTOR_FILE_URL_ALLOWED_PATHS: assets.cacheRoot,
           IRONRING_DNSMASQ_DHCP_HOSTSDIR: c.hostsDir,
           IRONRING_DNSMASQ_DHCP_OPTSDIR: c.optsDir,
+          // dnsmasq files mode: the embedded ProxyDHCP responder would be a second DHCP server on
+          // the wire (it binds 0.0.0.0:67 in the namespace). A ProxyDHCP scenario turns it on in env.
+          IRONRING_DHCP_PROXY_ENABLED: 'false',
           ...c.env,
         },
       });

@@ -9,7 +9,7 @@ export type { BootConfigParams } from './params.js';
 export { NODE_FILES, joinParams } from './params.js';
 export { renderPxelinux } from './pxelinux.js';
 export { renderGrub } from './grub.js';
-export { renderIpxe, renderBootIpxe } from './ipxe.js';
+export { renderIpxe, renderBootIpxe, ipxeParamsProblem } from './ipxe.js';
 export { switchBootLabel, activeBootLabel } from './switch.js';
 
 /** Renders the config of `format` for a node. */

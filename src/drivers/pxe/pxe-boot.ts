@@ -2,9 +2,12 @@
  * The `pxe` and `ipxe` boot interfaces: the node network-boots from this conductor's boot environment.
  * Deploy images come from `driver_info` (`deploy_kernel`, `deploy_ramdisk`, each with a `_checksum`),
  * instance images from `instance_info` (`kernel`, `ramdisk`, with checksums). Kernel parameters:
- * `driver_info.kernel_append_params` for the deploy ramdisk, `instance_info.kernel_append_params`
- * (else the driver_info one) for the instance.
+ * `driver_info.kernel_append_params` (plus the agent's parameters) for the deploy ramdisk only,
+ * `instance_info.kernel_append_params` (else the driver_info one, as Ironic falls back) for the
+ * instance only. Booting the instance needs no deploy images, so `prepareInstance` neither requires
+ * nor fetches them; `validate` still requires them, as Ironic does: cleaning and rescue boot them.
  */
+import { ipxeParamsProblem } from '../../boot/templates/ipxe.js';
 import type { BootInterface } from '../boot.js';
 import { nodeBootMode } from '../capabilities.js';
 import { InvalidParameterValue } from '../errors.js';
@@ -53,7 +56,9 @@ export class PxeBoot implements BootInterface {
     }
     const extra = Object.entries(params).map(([k, v]) => `${k}=${v}`);
     const kernelParams = [this.kernelParams(task, 'driver_info'), ...extra].filter((p) => p !== undefined).join(' ');
-    await this.environment.prepare(this.bootNode(task, 'deploy', kernelParams), task.ports, deployImages(task, `the ${this.kind} boot interface`));
+    const node = this.bootNode(task, 'deploy');
+    if (kernelParams !== '') node.deployKernelParams = kernelParams;
+    await this.environment.prepare(node, task.ports, deployImages(task, `the ${this.kind} boot interface`));
   }
 
   async cleanUpRamdisk(task: DriverTask): Promise<void> {
@@ -61,21 +66,21 @@ export class PxeBoot implements BootInterface {
   }
 
   async prepareInstance(task: DriverTask): Promise<void> {
-    const purpose = `a network-booted instance (${this.kind})`;
-    const images = { ...deployImages(task, `the ${this.kind} boot interface`), ...instanceImages(task, purpose) };
+    const images = instanceImages(task, `a network-booted instance (${this.kind})`);
     const kernelParams = this.kernelParams(task, 'instance_info') ?? this.kernelParams(task, 'driver_info');
-    await this.environment.prepare(this.bootNode(task, 'boot_ramdisk', kernelParams), task.ports, images);
+    const node = this.bootNode(task, 'boot_ramdisk');
+    if (kernelParams !== undefined && kernelParams !== '') node.instanceKernelParams = kernelParams;
+    await this.environment.prepare(node, task.ports, images);
   }
 
   async cleanUpInstance(task: DriverTask): Promise<void> {
     await this.environment.cleanUp({ uuid: task.node.uuid }, task.ports);
   }
 
-  private bootNode(task: DriverTask, label: BootNode['label'], kernelParams: string | undefined): BootNode {
+  private bootNode(task: DriverTask, label: BootNode['label']): BootNode {
     const node: BootNode = { uuid: task.node.uuid, bootInterface: this.kind, label };
     const mode = nodeBootMode(task.node);
     if (mode !== undefined) node.bootMode = mode;
-    if (kernelParams !== undefined && kernelParams !== '') node.kernelParams = kernelParams;
     return node;
   }
 
@@ -83,6 +88,9 @@ export class PxeBoot implements BootInterface {
     const value = optionalString({ name: bag, value: task.node[bag] }, 'kernel_append_params');
     // A line break would end the kernel line in the boot config and let the rest run as commands.
     if (value !== undefined && /[\r\n]/.test(value)) throw new InvalidParameterValue(`${bag}.kernel_append_params`, 'must be one line');
+    // Refused here too, not only when the config is rendered: `validate` then names the node's field.
+    const problem = value !== undefined && this.kind === 'ipxe' ? ipxeParamsProblem(value) : null;
+    if (problem !== null) throw new InvalidParameterValue(`${bag}.kernel_append_params`, problem);
     return value;
   }
 }
