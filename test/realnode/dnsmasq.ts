@@ -1,8 +1,9 @@
 /**
- * One dnsmasq per conductor namespace, in files mode: it hands out addresses from the lab's range
- * only to MACs with a host entry in its conductor's `dhcp_hostsdir` (`dhcp-ignore=tag:!known`), with
- * the boot options of `dhcp_optsdir` — the files ironring writes. `--log-dhcp` to a file shows which
- * dnsmasq answered each boot.
+ * dnsmasq on the lab's wire, in one of two roles. Files mode (one per conductor namespace): it hands
+ * out addresses only to MACs with a host entry in its conductor's `dhcp_hostsdir`
+ * (`dhcp-ignore=tag:!known`), with the boot options of `dhcp_optsdir` — the files ironring writes.
+ * Site DHCP (no directories): addresses for any client and no boot options, the site server beside
+ * which the conductors' ProxyDHCP responders answer. `--log-dhcp` to a file shows who answered.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -15,8 +16,9 @@ export interface DnsmasqSpec {
   ns: Namespace;
   /** First and last address it leases (inside the lab's /24). */
   range: [string, string];
-  hostsDir: string;
-  optsDir: string;
+  /** Files mode: the conductor's directories. Both absent: site DHCP (addresses only). */
+  hostsDir?: string;
+  optsDir?: string;
   /** Its log (`--log-dhcp`), lease and pid files go here, named `dnsmasq-<ns>.*`. */
   dir: string;
 }
@@ -29,8 +31,7 @@ export interface Dnsmasq {
 export async function startDnsmasq(spec: DnsmasqSpec): Promise<Dnsmasq> {
   const binary = findCommand('dnsmasq');
   if (binary === null) throw new Error('dnsmasq not found (Debian package dnsmasq-base)');
-  mkdirSync(spec.hostsDir, { recursive: true });
-  mkdirSync(spec.optsDir, { recursive: true });
+  if ((spec.hostsDir === undefined) !== (spec.optsDir === undefined)) throw new Error('dnsmasq: hostsDir and optsDir go together');
   const base = path.join(spec.dir, `dnsmasq-${spec.ns.name}`);
   const logFile = `${base}.log`;
   const args = [
@@ -42,11 +43,6 @@ export async function startDnsmasq(spec: DnsmasqSpec): Promise<Dnsmasq> {
     // As root it would switch to `nobody`, who may not read the hosts and option files.
     '--user=root',
     `--dhcp-range=${spec.range[0]},${spec.range[1]},255.255.255.0,10m`,
-    `--dhcp-hostsdir=${spec.hostsDir}`,
-    `--dhcp-optsdir=${spec.optsDir}`,
-    '--dhcp-ignore=tag:!known',
-    // iPXE sends option 175: ironring's option files give it boot.ipxe over HTTP (tag:ipxe).
-    '--dhcp-match=set:ipxe,175',
     // No router: nothing on the lab's wire routes anywhere.
     '--dhcp-option=3',
     `--dhcp-leasefile=${base}.leases`,
@@ -54,6 +50,17 @@ export async function startDnsmasq(spec: DnsmasqSpec): Promise<Dnsmasq> {
     '--log-dhcp',
     `--log-facility=${logFile}`,
   ];
+  if (spec.hostsDir !== undefined && spec.optsDir !== undefined) {
+    mkdirSync(spec.hostsDir, { recursive: true });
+    mkdirSync(spec.optsDir, { recursive: true });
+    args.push(
+      `--dhcp-hostsdir=${spec.hostsDir}`,
+      `--dhcp-optsdir=${spec.optsDir}`,
+      '--dhcp-ignore=tag:!known',
+      // iPXE sends option 175: ironring's option files give it boot.ipxe over HTTP (tag:ipxe).
+      '--dhcp-match=set:ipxe,175',
+    );
+  }
   const child: ChildProcess = spawn('ip', ['netns', 'exec', spec.ns.name, binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));

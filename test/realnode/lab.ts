@@ -5,7 +5,8 @@
  * `lab.close()` removes every process, namespace, link and file it made (and a crashed run's
  * leftovers are removed by the next run that claims its slot).
  *
- * Addresses on 10.77.<slot>.0/24: .1 the host (API, BMCs), .2–.99 conductors, .100 and up leases.
+ * Addresses on 10.77.<slot>.0/24: .1 the host (API, BMCs), .2–.99 conductors (and the site DHCP
+ * server), .100–.199 leases of the conductors' dnsmasqs, .200–.249 the site DHCP server's.
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
@@ -94,6 +95,11 @@ export interface Lab {
    * programs, its dnsmasq (leasing `<net>.<100 + 10·k>`…+9 for the k-th conductor) and its process.
    */
   addConductor(name: string, host: number, options?: LabConductorOptions): Promise<LabConductor>;
+  /**
+   * Adds the site's DHCP server for the ProxyDHCP layout: a namespace `<prefix>-<name>` at
+   * `<net>.<host>` with a dnsmasq leasing `<net>.200–249` to any client, with no boot options.
+   */
+  addSiteDhcp(name: string, host: number): Promise<Dnsmasq>;
   /** Starts a stopped conductor again, in its namespace with its data directory. */
   startConductor(c: LabConductor): Promise<RunningConductor>;
   /** SIGTERM (graceful: waits for its exit) or SIGKILL. */
@@ -202,7 +208,7 @@ export async function openLab(): Promise<Lab> {
         let dnsmasq: Dnsmasq | null = null;
         if (options.dnsmasq ?? true) {
           const first = 100 + 10 * conductors.length;
-          if (first + 9 > 254) throw new Error('too many conductors for the lab subnet');
+          if (first + 9 > 199) throw new Error('at most 10 conductors with their own dnsmasq (leases .100–.199)');
           const started = await startDnsmasq({ ns, range: [`${slot.net}.${first}`, `${slot.net}.${first + 9}`], hostsDir, optsDir, dir: slot.dir });
           cleanups.push(() => started.stop());
           dnsmasq = started;
@@ -212,6 +218,13 @@ export async function openLab(): Promise<Lab> {
         cleanups.push(() => stopProcess(c, 'SIGKILL'));
         await startProcess(c);
         return c;
+      },
+      async addSiteDhcp(name, host) {
+        const ns = network.addNamespace(name, host);
+        cleanups.push(() => network.removeNamespace(ns));
+        const dnsmasq = await startDnsmasq({ ns, range: [`${slot.net}.200`, `${slot.net}.249`], dir: slot.dir });
+        cleanups.push(() => dnsmasq.stop());
+        return dnsmasq;
       },
       startConductor: startProcess,
       stopConductor: stopProcess,

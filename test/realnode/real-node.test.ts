@@ -16,6 +16,7 @@ import { HOLD_PARAM } from './assets.js';
 import { api, enrollMachine, nodeStates, provision, setRamdiskInstance, waitForProvisionState } from './api.js';
 import { openLab } from './lab.js';
 import type { Lab, LabMachine } from './lab.js';
+import type { Dnsmasq } from './dnsmasq.js';
 import { realNodeAvailable } from './requirements.js';
 import { waitForBoot } from './vm.js';
 import type { Firmware } from './vm.js';
@@ -150,4 +151,44 @@ describe.skipIf(!available)('a real machine network-booted by a conductor', () =
     if (started === undefined) throw new Error(`${machine.name}: the BMC never started its VM`);
     return Number(started.slice('VM started '.length));
   }
+});
+
+describe.skipIf(!available)('a real machine booted through the conductor\'s ProxyDHCP responder', () => {
+  let lab: Lab;
+  let site: Dnsmasq;
+
+  beforeAll(async () => {
+    lab = await openLab();
+    // The site's DHCP server gives addresses only; the conductor's ProxyDHCP the boot information.
+    site = await lab.addSiteDhcp('site', 2);
+    await lab.addConductor('c1', 11, { dnsmasq: false, env: { IRONRING_DHCP_PROXY_ENABLED: 'true', IRONRING_DNSMASQ_DHCP_HOSTSDIR: '', IRONRING_DNSMASQ_DHCP_OPTSDIR: '' } });
+  }, 120_000);
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === 'fail') console.log(`real-node diagnostics after "${ctx.task.name}":\n${lab.diagnostics()}\n--- site dnsmasq\n${site.log()}`);
+  });
+  afterAll(async () => {
+    await lab?.close();
+  }, 60_000);
+
+  it('deploys an ipmi node over iPXE (BIOS): the address from the site server, boot.ipxe from the conductor', async () => {
+    const { app } = lab;
+    const machine = await lab.addMachine('proxy-bios', 'bios');
+    const uuid = await enrollMachine(app, machine, lab.network.hostAddress, lab.assets, { bootInterface: 'ipxe', bootMode: 'bios' });
+    await provision(app, uuid, 'manage');
+    await waitForProvisionState(app, uuid, 'manageable', STATE_TIMEOUT_MS);
+    await provision(app, uuid, 'provide');
+    await waitForProvisionState(app, uuid, 'available', STATE_TIMEOUT_MS);
+    const token = `ironring.test=${randomBytes(6).toString('hex')}`;
+    await setRamdiskInstance(app, uuid, lab.assets, `console=ttyS0 panic=-1 ${token}`);
+    machine.vm.clearLog();
+    await provision(app, uuid, 'active');
+    await waitForProvisionState(app, uuid, 'active', STATE_TIMEOUT_MS);
+    const boot = await waitForBoot(machine.vm.serialLog, BOOT_TIMEOUT_MS);
+    console.log(`real node ${machine.name} (ipxe, bios, ProxyDHCP): marker ${boot.ms} ms after active`);
+    expect(boot.params).toEqual(expect.arrayContaining(['console=ttyS0', 'panic=-1', token, 'root=/dev/ram0']));
+    // The site server leased the address and gave no boot file: that came from the ProxyDHCP responder.
+    expect(site.log()).toMatch(new RegExp(`DHCPACK\\(\\S+\\) \\S+ ${machine.mac}`));
+    expect(site.log()).not.toMatch(/option: 67 bootfile-name/);
+    await machine.bmc.stop();
+  }, SCENARIO_TIMEOUT_MS);
 });
