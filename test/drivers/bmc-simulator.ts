@@ -29,15 +29,28 @@ export interface BmcSimulator {
   port: number;
   user: string;
   password: string;
-  /** What reached the BMC, one line per change: `POWER on`, `BOOTDEV network persistent`… */
+  /** What reached the BMC, one line per change: `POWER on`, `BOOTDEV network persistent`, `VM started <pid>`… */
   readonly events: string[];
   /** Stops the process and waits for it to exit. Idempotent. */
   stop(): Promise<void>;
 }
 
-/** Starts a simulator on 127.0.0.1 on a free UDP port and waits until it listens. */
-export async function startBmcSimulator(user = 'admin', password = 'password'): Promise<BmcSimulator> {
-  const child: ChildProcess = spawn(SYSTEM_PYTHON, ['-u', SCRIPT, '--port', '0', '--user', user, '--password', password], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Where a simulator listens and what it powers. */
+export interface BmcSimulatorOptions {
+  /** IPv4 address to listen on; default 127.0.0.1. */
+  address?: string;
+  /**
+   * A machine behind the BMC (argv, e.g. a qemu command): power on starts it, power off kills it,
+   * and the power state reads whether it still runs. Without it the power state is only a flag.
+   */
+  machine?: readonly string[];
+}
+
+/** Starts a simulator on a free UDP port (127.0.0.1 unless told) and waits until it listens. */
+export async function startBmcSimulator(user = 'admin', password = 'password', options: BmcSimulatorOptions = {}): Promise<BmcSimulator> {
+  const args = ['-u', SCRIPT, '--port', '0', '--address', options.address ?? '127.0.0.1', '--user', user, '--password', password];
+  if (options.machine !== undefined) args.push('--vm-command', JSON.stringify(options.machine));
+  const child: ChildProcess = spawn(SYSTEM_PYTHON, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const events: string[] = [];
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

@@ -41,8 +41,13 @@ export interface CliProcess {
   exited: Promise<number | null>;
 }
 
-export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string>; nodeArgs?: string[] } = {}): CliProcess {
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, ...args], { cwd: options.cwd ?? REPO_ROOT, env: cleanEnv(options.env) });
+/**
+ * `prefix` runs the command through another that execs it (`['ip', 'netns', 'exec', 'ns1']`), so the
+ * child is still the ironring process itself: signals reach it directly.
+ */
+export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string>; nodeArgs?: string[]; prefix?: readonly string[] } = {}): CliProcess {
+  const argv = [...(options.prefix ?? []), process.execPath, ...(options.nodeArgs ?? []), BIN, ...args];
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd ?? REPO_ROOT, env: cleanEnv(options.env) });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));

@@ -45,11 +45,16 @@ export interface ConductorOptions {
   dataDir?: string;
   /** Extra arguments for node itself (`--cpu-prof` …), before the CLI's. */
   nodeArgs?: string[];
+  /** Listen addresses (host:port) instead of 127.0.0.1 on free ports. */
+  addresses?: { rpc?: string; tftp?: string; http?: string };
+  /** A network namespace to run the conductor in (`ip netns exec`); the caller creates it. */
+  netns?: string;
 }
 
 export async function startConductor(url: string, host: string, options: ConductorOptions = {}): Promise<RunningConductor> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), `ironring-${host}-`));
-  const args = ['conductor', '--host', host, '--database', url, '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--data-dir', dataDir];
+  const listen = { rpc: '127.0.0.1:0', tftp: '127.0.0.1:0', http: '127.0.0.1:0', ...options.addresses };
+  const args = ['conductor', '--host', host, '--database', url, '--rpc-address', listen.rpc, '--tftp-address', listen.tftp, '--http-address', listen.http, '--data-dir', dataDir];
   if (options.group !== undefined) args.push('--group', options.group);
   const proc = startCli(args, {
     env: {
@@ -63,6 +68,7 @@ export async function startConductor(url: string, host: string, options: Conduct
       ...options.env,
     },
     nodeArgs: [...(options.nodeArgs ?? []), ...(options.skewMs !== undefined ? ['--import', path.join(REPO_ROOT, 'test/helpers/skew-clock.mjs')] : [])],
+    ...(options.netns !== undefined ? { prefix: ['ip', 'netns', 'exec', options.netns] } : {}),
   });
   if (options.dataDir === undefined) void proc.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
   const m = await proc.waitForOutput(/RPC at (http:\/\/\S+)/, 30_000);

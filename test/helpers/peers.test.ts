@@ -79,6 +79,31 @@ describe('requirePeer', () => {
   });
 });
 
+describe('requirePeerGroup', () => {
+  it('skips a group with ONE line naming every problem and every missing package', async () => {
+    process.env.PATH = bin;
+    delete process.env.CI;
+    executable(path.join(bin, 'dnsmasq'), 'exit 0');
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const { requirePeerGroup } = await freshPeers();
+    expect(requirePeerGroup('the real-node tests', ['qemu-system-x86', 'dnsmasq-base', 'atftp'], ['not root'])).toBe(false);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(String(warn.mock.calls[0]![0])).toBe(
+      'skipping the real-node tests: not root; qemu-system-x86_64 not found on PATH; atftp not found on PATH (install the Debian packages qemu-system-x86 atftp)',
+    );
+  });
+
+  it('fails under CI=true, and runs when nothing is missing', async () => {
+    process.env.PATH = bin;
+    process.env.CI = 'true';
+    executable(path.join(bin, 'dnsmasq'), 'exit 0');
+    const { requirePeerGroup } = await freshPeers();
+    expect(requirePeerGroup('the real-node tests', ['dnsmasq-base'])).toBe(true);
+    expect(() => requirePeerGroup('the real-node tests', ['dnsmasq-base'], ['no /dev/net/tun'])).toThrow(/^required under CI: the real-node tests: no \/dev\/net\/tun$/);
+    expect(() => requirePeerGroup('the real-node tests', ['netcat-openbsd'])).toThrow(/add netcat-openbsd to TEST_PEERS/);
+  });
+});
+
 describe('npm test install step (scripts/install-test-peers.ts)', () => {
   function runScript(env: NodeJS.ProcessEnv): { code: number | null; stdout: string; stderr: string } {
     const res = spawnSync(process.execPath, [TSX, SCRIPT], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
@@ -96,8 +121,9 @@ for a in "$@"; do case "$a" in
   tftp-hpa) printf '#!/bin/sh\\n' > ${bin}/tftp; chmod 755 ${bin}/tftp;;
 esac; done`,
     );
-    for (const p of ['curl', 'ipmitool', 'baremetal', 'dnsmasq', 'busybox']) executable(path.join(bin, p), 'exit 0');
-    // /usr/bin/python3 with pyghmi is outside our PATH's reach: present or not, it is reported honestly.
+    for (const p of ['curl', 'ipmitool', 'baremetal', 'dnsmasq', 'busybox', 'qemu-system-x86_64']) executable(path.join(bin, p), 'exit 0');
+    // /usr/bin/python3 with pyghmi, and the files the real-node packages ship (probed by absolute
+    // path), are outside our PATH's reach: present or not, they are reported honestly.
     const res = runScript({ PATH: bin, IRONRING_TEST_INSTALL_PEERS: '' });
     if (process.getuid?.() !== 0) {
       expect(res.stdout).toMatch(/^test peers: not installing .*atftp.* \(not root/m);
@@ -105,7 +131,7 @@ esac; done`,
     }
     expect(res.code, res.stderr).toBe(0);
     const lines = res.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^test peers: installing the Debian packages the tests use as real peers: apt-get install -y --no-install-recommends tftp-hpa atftp( python3-pyghmi)?( python3-tooz)?$/);
+    expect(lines[0]).toMatch(/^test peers: installing the Debian packages the tests use as real peers: apt-get install -y --no-install-recommends tftp-hpa atftp( python3-pyghmi)?( python3-tooz)?( ipxe-qemu)?( ipxe)?( pxelinux)?( syslinux-common)?( ovmf)?$/);
     expect(readFileSync(log, 'utf8')).toMatch(/^-o DPkg::Lock::Timeout=300 -o Acquire::Retries=1 install -y -qq --no-install-recommends tftp-hpa atftp/m);
     expect(existsSync(path.join(bin, 'atftp'))).toBe(true);
   });

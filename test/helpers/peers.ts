@@ -39,6 +39,15 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: 'dnsmasq', package: 'dnsmasq-base' },
   // udhcpc, the DHCP client of test/boot/dhcp-dnsmasq.test.ts.
   { command: 'busybox', package: 'busybox-static' },
+  // A real machine (test/realnode/): qemu under TCG, its NIC's iPXE ROM, the ramdisk's busybox (above),
+  // PXELINUX for BIOS over TFTP, OVMF and iPXE's snponly.efi for UEFI. Packages that ship files, not
+  // programs, are probed with `test -f`. The kernel is downloaded (apt-get download), not installed.
+  { command: 'qemu-system-x86_64', package: 'qemu-system-x86' },
+  { command: '/usr/bin/test', package: 'ipxe-qemu', probe: ['-f', '/usr/lib/ipxe/qemu/efi-virtio.rom'] },
+  { command: '/usr/bin/test', package: 'ipxe', probe: ['-f', '/usr/lib/ipxe/snponly.efi'] },
+  { command: '/usr/bin/test', package: 'pxelinux', probe: ['-f', '/usr/lib/PXELINUX/pxelinux.0'] },
+  { command: '/usr/bin/test', package: 'syslinux-common', probe: ['-f', '/usr/lib/syslinux/modules/bios/ldlinux.c32'] },
+  { command: '/usr/bin/test', package: 'ovmf', probe: ['-f', '/usr/share/OVMF/OVMF_CODE_4M.fd'] },
 ];
 
 // dnsmasq and friends install to sbin, which an ordinary user's PATH often lacks.
@@ -81,6 +90,28 @@ export function missingPeers(peers: readonly PeerSpec[] = TEST_PEERS): { spec: P
 }
 
 const answers = new Map<string, boolean>();
+
+/**
+ * Whether a group of tests that needs several peers (by Debian package, each in {@link TEST_PEERS})
+ * and other conditions can run here. Unlike requirePeer it prints ONE line for the whole group,
+ * naming everything missing — or, under `CI=true`, throws it. `problems` are conditions outside the
+ * table (not root, no network namespaces…), each a few words.
+ */
+export function requirePeerGroup(purpose: string, packages: readonly string[], problems: readonly string[] = []): boolean {
+  const specs = packages.map((pkg) => {
+    const spec = TEST_PEERS.find((p) => p.package === pkg);
+    if (spec === undefined) throw new Error(`requirePeerGroup(${purpose}): add ${pkg} to TEST_PEERS in test/helpers/peers.ts, so that npm test installs it`);
+    return spec;
+  });
+  const missing = missingPeers(specs);
+  const reasons = [...problems, ...missing.map((m) => m.problem)];
+  if (reasons.length === 0) return true;
+  const install = missing.length === 0 ? '' : ` (install the Debian packages ${[...new Set(missing.map((m) => m.spec.package))].join(' ')})`;
+  const line = `${purpose}: ${reasons.join('; ')}${install}`;
+  if (process.env.CI === 'true') throw new Error(`required under CI: ${line}`);
+  console.warn(`skipping ${line}`);
+  return false;
+}
 
 /**
  * Whether the tests that run `command` (from Debian package `pkg`) can run here:
