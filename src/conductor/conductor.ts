@@ -112,8 +112,9 @@ export class Conductor {
   }
 
   /** Where nodes reach this conductor's boot servers (null when one is off). */
-  get bootEndpoints(): { tftp: string | null; http: string | null } {
-    return { tftp: this.boot?.tftpAddress ?? null, http: this.boot?.httpUrl ?? null };
+  get bootEndpoints(): { tftp: string | null; http: string | null; proxyDhcp: string | null } {
+    const dhcp = this.proxyDhcpAddress;
+    return { tftp: this.boot?.tftpAddress ?? null, http: this.boot?.httpUrl ?? null, proxyDhcp: dhcp ? `${dhcp.host}:${dhcp.dhcpPort}+${dhcp.pxePort}` : null };
   }
 
   /** Where this conductor's ProxyDHCP responder listens, or null when it does not run (off, unbound, stopped). */

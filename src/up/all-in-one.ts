@@ -45,7 +45,7 @@ export interface RunningServices {
   database: string;
   apiUrl: string;
   /** The in-process conductor's host name, RPC endpoint and how RPC callers authenticate. */
-  conductor: { hostname: string; rpcUrl: string; rpcAuth: string; tftp: string | null; http: string | null };
+  conductor: { hostname: string; rpcUrl: string; rpcAuth: string; tftp: string | null; http: string | null; proxyDhcp: string | null };
   /** Migrations this start applied, as `set/name`. */
   migrated: string[];
   /** The compute tier: API database (password masked), the cell and the in-process compute service host. */

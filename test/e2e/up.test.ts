@@ -27,10 +27,10 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function startUp(args: string[]): Promise<{ proc: CliProcess; base: string }> {
+async function startUp(args: string[], env?: Record<string, string>): Promise<{ proc: CliProcess; base: string }> {
   const proc = startCli(
     ['up', '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio', ...args],
-    { cwd: dir },
+    { cwd: dir, ...(env ? { env } : {}) },
   );
   running.push(proc);
   const m = await proc.waitForOutput(/API: +(http:\/\/127\.0\.0\.1:\d+)\/v1/);
@@ -41,8 +41,10 @@ describe('ironring up', () => {
   // TFTP is checked with a real client, curl.
   it.skipIf(!requirePeer('curl', 'curl'))('creates its data directory, serves /v1 and /healthz, and exits 0 on SIGTERM', async () => {
     const dataDir = path.join(dir, 'state');
-    const { proc, base } = await startUp(['--data-dir', dataDir]);
+    // The ProxyDHCP responder on free ports of 127.0.0.1 (67 and 4011 need root, and tests run side by side).
+    const { proc, base } = await startUp(['--data-dir', dataDir], { IRONRING_DHCP_PROXY_ENABLED: 'true', IRONRING_DHCP_PROXY_ADDRESS: '127.0.0.1', IRONRING_DHCP_PROXY_PORT: '0', IRONRING_DHCP_PROXY_PXE_PORT: '0' });
     expect(proc.stdout()).toContain(`data directory: ${dataDir}`);
+    expect(proc.stdout()).toMatch(/boot: +TFTP 127\.0\.0\.1:\d+, HTTP http:\/\/127\.0\.0\.1:\d+, ProxyDHCP 127\.0\.0\.1:[1-9]\d*\+[1-9]\d*\n/);
     expect(proc.stdout()).toContain(`database:       sqlite://${dataDir}/ironring.db`);
     expect(existsSync(path.join(dataDir, 'ironring.db'))).toBe(true);
 

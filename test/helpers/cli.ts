@@ -17,7 +17,8 @@ export interface CliResult {
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('IRONRING_')) env[k] = v;
-  return { ...env, ...extra };
+  // No ProxyDHCP on the test machine's UDP 67 unless a test asks for it (as root it would bind it).
+  return { ...env, IRONRING_DHCP_PROXY_ENABLED: 'false', ...extra };
 }
 
 export function runCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliResult {

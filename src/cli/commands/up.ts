@@ -55,7 +55,7 @@ export function upCommand(): Command {
           `  database:       ${services.database}`,
           `  API:            ${services.apiUrl}/v1  (health: ${services.apiUrl}/healthz)`,
           `  conductor:      ${services.conductor.hostname} (RPC ${services.conductor.rpcUrl}, ${services.conductor.rpcAuth})`,
-          `  boot:           TFTP ${services.conductor.tftp ?? 'off'}, HTTP ${services.conductor.http ?? 'off'}`,
+          `  boot:           TFTP ${services.conductor.tftp ?? 'off'}, HTTP ${services.conductor.http ?? 'off'}, ProxyDHCP ${services.conductor.proxyDhcp ?? 'off'}`,
           `  compute:        ${services.compute.host} in cell ${services.compute.cell} (${services.compute.cellUuid}); API database ${services.compute.apiDatabase}`,
           `  scheduler:      host discovery ${services.compute.discovery}; servers at ${services.apiUrl}/compute/v1/servers`,
           `  try:            curl ${services.apiUrl}/v1`,
