@@ -213,7 +213,7 @@ async function churn(lab: Lab, machine: LabMachine, mode: string) {
         const final = prior + readConsole(machine.vm.serialLog);
         if (MARKER_LINE.test(final)) continue;
         rec.selfReboots++;
-        console.log(`ring churn (${mode}): boot ${n}: the VM exited without the marker (${rec.selfReboots}); powering it on again. Its console:\n${readConsole(machine.vm.serialLog).split(/\r?\n/).slice(-12).join('\n')}`);
+        console.log(`ring churn (${mode}): boot ${n}: the VM exited without the marker (${rec.selfReboots}); powering it on again. Its console:\n${readConsole(machine.vm.serialLog).split(/\r?\n/).slice(-24).join('\n')}`);
         prior = `${final}\n--- VM exited, powered on again ---\n`;
         pid = await powerOn(lab, machine);
       }
