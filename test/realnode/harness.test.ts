@@ -1,7 +1,7 @@
 /**
  * The real-node harness without a VM boot: the asset cache (idempotent, race-safe), slots (a crashed
  * run's namespaces, links and VMs are removed by the next run), the BMC that starts and kills its
- * machine, and waitForMarker. The parts that need root and packages skip like the scenarios.
+ * machine, the VM's command line and waitForMarker. The parts that need root and packages skip like the scenarios.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { waitUntil } from '../helpers/conductors.js';
 import { cachedBuild } from './assets.js';
 import { claimSlot, ip, RUNS_DIR } from './network.js';
 import { realNodeAvailable } from './requirements.js';
-import { waitForMarker } from './vm.js';
+import { defineVm, waitForMarker } from './vm.js';
 
 let dir: string;
 beforeEach(() => {
@@ -71,6 +71,20 @@ describe('waitForMarker', () => {
     const log = path.join(dir, 'serial.log');
     writeFileSync(log, 'iPXE initialising devices...ok\r\nNo configuration methods succeeded\r\n');
     await expect(waitForMarker(log, /NODE-BOOTED/, 300)).rejects.toThrow(/timed out after 300 ms waiting for \/NODE-BOOTED\/ in \S+; its last lines:\n[\s\S]*No configuration methods succeeded/);
+  });
+});
+
+describe('defineVm', () => {
+  const spec = { name: 'vm', tap: 'irn99tap', mac: '52:54:00:77:63:01', firmware: 'bios' as const };
+
+  it('network-boots with SeaBIOS\'s default (stay at "No bootable device") unless told to reboot after a timeout', () => {
+    expect(defineVm({ ...spec, dir }).command).toEqual(expect.arrayContaining(['-boot', 'n']));
+    const vm = defineVm({ ...spec, dir, rebootTimeoutMs: 5000 });
+    expect(vm.command[vm.command.indexOf('-boot') + 1]).toBe('order=n,reboot-timeout=5000');
+  });
+
+  it('refuses a reboot timeout qemu would refuse, naming the field', () => {
+    for (const bad of [65536, -1, 1.5]) expect(() => defineVm({ ...spec, dir, rebootTimeoutMs: bad })).toThrow(/rebootTimeoutMs .*0–65535/);
   });
 });
 

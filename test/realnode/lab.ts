@@ -32,7 +32,7 @@ import type { Dnsmasq } from './dnsmasq.js';
 import { claimSlot, createLabNetwork } from './network.js';
 import type { LabNetwork, Namespace } from './network.js';
 import { defineVm } from './vm.js';
-import type { Firmware, Vm } from './vm.js';
+import type { Firmware, Vm, VmSpec } from './vm.js';
 
 /** Network boot programs every conductor's tftp_root gets, from the Debian packages that ship them. */
 export const TFTP_BOOT_FILES: Readonly<Record<string, string>> = {
@@ -96,16 +96,20 @@ export interface Lab {
    */
   addConductor(name: string, host: number, options?: LabConductorOptions): Promise<LabConductor>;
   /**
-   * Adds the site's DHCP server for the ProxyDHCP layout: a namespace `<prefix>-<name>` at
-   * `<net>.<host>` with a dnsmasq leasing `<net>.200–249` to any client, with no boot options.
+   * Adds a DHCP server in a namespace of its own, `<prefix>-<name>` at `<net>.<host>`, leasing
+   * `<net>.200–249`. Without `dhcpDirs`: the site's server of the ProxyDHCP layout, addresses for any
+   * client and no boot options. With `dhcpDirs`: the one dnsmasq of the shared-directories layout,
+   * in files mode over the directories every conductor writes (give those conductors the same
+   * `dhcpDirs` and `dnsmasq: false`) — in its own namespace, so stopping or killing a conductor
+   * leaves it running, as a site's dnsmasq would.
    */
-  addSiteDhcp(name: string, host: number): Promise<Dnsmasq>;
+  addSiteDhcp(name: string, host: number, dhcpDirs?: { hostsDir: string; optsDir: string }): Promise<Dnsmasq>;
   /** Starts a stopped conductor again, in its namespace with its data directory. */
   startConductor(c: LabConductor): Promise<RunningConductor>;
   /** SIGTERM (graceful: waits for its exit) or SIGKILL. */
   stopConductor(c: LabConductor, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   /** Defines a VM on the lab's tap and starts its BMC; one machine at a time (they share the tap): the previous BMCs stop. */
-  addMachine(name: string, firmware: Firmware): Promise<LabMachine>;
+  addMachine(name: string, firmware: Firmware, options?: Pick<VmSpec, 'memoryMiB' | 'rebootTimeoutMs'>): Promise<LabMachine>;
   /**
    * Powers a machine `on` or `off` (or reads `status`) through its BMC with ipmitool, as an operator
    * would, bypassing ironring: a reboot loop powers on, waits for the marker, and the ramdisk powers
@@ -219,21 +223,21 @@ export async function openLab(): Promise<Lab> {
         await startProcess(c);
         return c;
       },
-      async addSiteDhcp(name, host) {
+      async addSiteDhcp(name, host, dhcpDirs) {
         const ns = network.addNamespace(name, host);
         cleanups.push(() => network.removeNamespace(ns));
-        const dnsmasq = await startDnsmasq({ ns, range: [`${slot.net}.200`, `${slot.net}.249`], dir: slot.dir });
+        const dnsmasq = await startDnsmasq({ ns, range: [`${slot.net}.200`, `${slot.net}.249`], dir: slot.dir, ...dhcpDirs });
         cleanups.push(() => dnsmasq.stop());
         return dnsmasq;
       },
       startConductor: startProcess,
       stopConductor: stopProcess,
-      async addMachine(name, firmware) {
+      async addMachine(name, firmware, options = {}) {
         // The machines share the tap device: the previous one's BMC goes, and its VM with it.
         for (const m of machines) await m.bmc.stop();
         const index = machines.length + 1;
         const mac = `52:54:00:77:${slot.slot.toString(16).padStart(2, '0')}:${index.toString(16).padStart(2, '0')}`;
-        const vm = defineVm({ name, dir: slot.dir, tap: network.tap, mac, firmware });
+        const vm = defineVm({ name, dir: slot.dir, tap: network.tap, mac, firmware, ...options });
         const bmc = await startBmcSimulator('admin', 'password', { address: network.hostAddress, machine: vm.command });
         // The BMC takes its VM with it (PR_SET_PDEATHSIG); the pid file catches a VM that outlived it.
         cleanups.push(() => bmc.stop());

@@ -23,6 +23,12 @@ export interface VmSpec {
   mac: string;
   firmware: Firmware;
   memoryMiB?: number;
+  /**
+   * BIOS: milliseconds SeaBIOS waits after "No bootable device" before it reboots (qemu's
+   * `-boot reboot-timeout`; with -no-reboot the VM then exits). Unset: SeaBIOS's default, it stays
+   * there for good — as many real BIOSes do when no PXE server answered.
+   */
+  rebootTimeoutMs?: number;
 }
 
 /** A VM's command and files. */
@@ -41,6 +47,9 @@ export interface Vm {
 export function defineVm(spec: VmSpec): Vm {
   if (!/^[a-z0-9-]{1,20}$/.test(spec.name)) throw new Error(`vm name ${JSON.stringify(spec.name)}: lower-case letters, digits and dashes`);
   if (!/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(spec.mac)) throw new Error(`vm mac ${JSON.stringify(spec.mac)} is not a lower-case MAC address`);
+  if (spec.rebootTimeoutMs !== undefined && (!Number.isInteger(spec.rebootTimeoutMs) || spec.rebootTimeoutMs < 0 || spec.rebootTimeoutMs > 65535)) {
+    throw new Error(`vm rebootTimeoutMs ${spec.rebootTimeoutMs}: an integer in 0–65535 (qemu's limit)`);
+  }
   const serialLog = path.join(spec.dir, `${spec.name}.serial.log`);
   const pidFile = path.join(spec.dir, `${spec.name}.qemu.pid`);
   const command = [
@@ -52,7 +61,7 @@ export function defineVm(spec: VmSpec): Vm {
     '-nographic',
     '-monitor', 'none',
     '-no-reboot',
-    '-boot', 'n',
+    '-boot', spec.rebootTimeoutMs === undefined ? 'n' : `order=n,reboot-timeout=${spec.rebootTimeoutMs}`,
     '-netdev', `tap,id=n0,ifname=${spec.tap},script=no,downscript=no`,
     // BIOS: the NIC's iPXE ROM boots it. disable-legacy: the ROM's PCI header names the modern
     // virtio-net id (1af4:1041); SeaBIOS runs no ROM whose id differs from the device's, and the
