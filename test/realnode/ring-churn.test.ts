@@ -31,7 +31,11 @@ import type { Dnsmasq } from './dnsmasq.js';
 import { realNodeAvailable } from './requirements.js';
 import { MARKER_LINE, waitForBoot } from './vm.js';
 
-const available = realNodeAvailable();
+// Not yet part of npm test: the two modes take about 17 minutes on two loaded cores (≈ 18 s of each
+// boot is iPXE's DHCP), over CI's budget. IRONRING_TEST_RING_CHURN=1 runs it (docs/testing.md).
+const wanted = process.env.IRONRING_TEST_RING_CHURN === '1';
+if (!wanted) console.log('skipping the ring-churn scenario with a real VM (about 17 min): IRONRING_TEST_RING_CHURN=1 runs it');
+const available = wanted && realNodeAvailable();
 
 const BOOTS = 12;
 /** Ring events, fired during the boot of the same index (1-based) after `delayMs` from its power-on. */
