@@ -7,7 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFile, link, lstat, mkdir, open, readlink, rename, rm, stat, symlink, unlink, utimes } from 'node:fs/promises';
+import { copyFile, link, lstat, mkdir, open, readdir, readlink, rename, rm, stat, symlink, unlink, utimes } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
@@ -244,6 +244,16 @@ export async function linkOrCopyIfChanged(source: string, path: string, options:
     return 'copy';
   } catch (err) {
     await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** The names in `dir`, or none when it does not exist (yet). */
+export async function readdirOrEmpty(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    if (isMissing(err)) return [];
     throw err;
   }
 }

@@ -3,22 +3,14 @@
  * knows whose entries to retire), and the periodic clean-up of this conductor's own entries that no
  * node directory backs any more (a crash, an operator's `rm -rf`, files of the old naming scheme).
  */
-import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isMissing, readTextOrNull } from './atomic-fs.js';
+import { readdirOrEmpty, readTextOrNull } from './atomic-fs.js';
 import type { WriteOptions } from './atomic-fs.js';
 import { isLiveHostLine, removeDhcpEntries } from './dhcp.js';
 import type { DhcpOptions } from './dhcp.js';
 import { hostLineNode, parseHostFileName, parseOptsFileName } from './dhcp-names.js';
 
-async function names(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (err) {
-    if (isMissing(err)) return [];
-    throw err;
-  }
-}
+const names = readdirOrEmpty;
 
 /** Tokens of the conductors with files in the DHCP directories (this one included when it has any), sorted. */
 export async function listDhcpOwners(dirs: Pick<DhcpOptions, 'hostsDir' | 'optsDir'>): Promise<string[]> {

@@ -4,9 +4,9 @@
  * between removing links and the directory cannot leave these, but an operator's `rm -rf` can).
  * Meant for a periodic pass; touches nothing that is current.
  */
-import { readdir, readlink, rm } from 'node:fs/promises';
+import { readlink, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { isMissing, isTempName, statOrNull } from './atomic-fs.js';
+import { isTempName, readdirOrEmpty, statOrNull } from './atomic-fs.js';
 import { PXELINUX_CFG } from './layout.js';
 
 /** What to sweep. */
@@ -26,14 +26,7 @@ export interface SweepReport {
   danglingLinks: string[];
 }
 
-async function names(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (err) {
-    if (isMissing(err)) return [];
-    throw err;
-  }
-}
+const names = readdirOrEmpty;
 
 /** The directories of a boot environment that `sweep` should look at. */
 export function sweepDirs(tftpRoot: string, httpRoot: string | undefined, dhcpDirs: string[]): Pick<SweepOptions, 'linkDirs' | 'tempDirs'> {

@@ -59,6 +59,14 @@ export async function provision(app: FastifyInstance, node: string, target: stri
   if (res.status !== 202) throw new Error(`provision ${target} of ${node}: HTTP ${res.status} ${res.body}`);
 }
 
+/** Takes an enrolled node through manage and provide to `available`. */
+export async function makeAvailable(app: FastifyInstance, node: string, timeoutMs: number): Promise<void> {
+  await provision(app, node, 'manage');
+  await waitForProvisionState(app, node, 'manageable', timeoutMs);
+  await provision(app, node, 'provide');
+  await waitForProvisionState(app, node, 'available', timeoutMs);
+}
+
 export interface EnrollOptions {
   bootInterface: 'pxe' | 'ipxe';
   bootMode: 'bios' | 'uefi';

@@ -24,7 +24,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from '../helpers/conductors.js';
-import { api, enrollMachine, provision, setRamdiskInstance, waitForProvisionState } from './api.js';
+import { api, enrollMachine, makeAvailable, provision, setRamdiskInstance, waitForProvisionState } from './api.js';
 import { HTTP_BOOT_PORT, openLab } from './lab.js';
 import type { Lab, LabConductor, LabConductorOptions, LabMachine } from './lab.js';
 import type { Dnsmasq } from './dnsmasq.js';
@@ -142,10 +142,7 @@ function longest(values: number[]): number | null {
 async function churn(lab: Lab, machine: LabMachine, mode: string) {
   const { app } = lab;
   const uuid = await enrollMachine(app, machine, lab.network.hostAddress, lab.assets, { bootInterface: 'ipxe', bootMode: 'bios' });
-  await provision(app, uuid, 'manage');
-  await waitForProvisionState(app, uuid, 'manageable', STATE_TIMEOUT_MS);
-  await provision(app, uuid, 'provide');
-  await waitForProvisionState(app, uuid, 'available', STATE_TIMEOUT_MS);
+  await makeAvailable(app, uuid, STATE_TIMEOUT_MS);
   const token = `ironring.test=${randomBytes(6).toString('hex')}`;
   // quiet: a TCG kernel printing to the serial console is most of a boot's time.
   await setRamdiskInstance(app, uuid, lab.assets, `console=ttyS0 panic=-1 quiet ${token}`);
