@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFile, link, lstat, mkdir, open, readdir, readlink, rename, rm, stat, symlink, unlink, utimes } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import type { Dirent, Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /** Options shared by the writers. */
@@ -252,6 +252,16 @@ export async function linkOrCopyIfChanged(source: string, path: string, options:
 export async function readdirOrEmpty(dir: string): Promise<string[]> {
   try {
     return await readdir(dir);
+  } catch (err) {
+    if (isMissing(err)) return [];
+    throw err;
+  }
+}
+
+/** The entries of `dir` with their types (no stat per entry), or none when it does not exist (yet). */
+export async function readdirEntriesOrEmpty(dir: string): Promise<Dirent[]> {
+  try {
+    return await readdir(dir, { withFileTypes: true });
   } catch (err) {
     if (isMissing(err)) return [];
     throw err;

@@ -305,16 +305,18 @@ export class BootEnvironment {
   /**
    * Removes what killed processes left outside node directories: temp files older than
    * `minTempAgeMs` (default 1 hour), per-MAC links whose node directory is gone, and this
-   * conductor's DHCP entries of nodes without a directory here (`dhcp-sweep.ts`).
+   * conductor's DHCP entries of nodes without a directory here (`dhcp-sweep.ts`). `shouldStop`,
+   * asked between entries, cuts it short (`complete: false`); nothing half-done is left behind.
    */
-  async sweep(options: { minTempAgeMs?: number } = {}): Promise<SweepReport & { dhcp: string[] }> {
+  async sweep(options: { minTempAgeMs?: number; shouldStop?: () => boolean } = {}): Promise<SweepReport & { dhcp: string[] }> {
     const dhcp = this.dhcp;
     const dhcpDirs = dhcp === undefined ? [] : [dhcp.hostsDir, dhcp.optsDir];
     const report = await sweep({ ...sweepDirs(this.roots.tftpRoot, this.roots.httpRoot, dhcpDirs), ...options });
+    if (!report.complete || dhcp === undefined) return { ...report, dhcp: [] };
     const hasNode = async (uuid: string) => (await Promise.all(this.nodeDirs(uuid).map((d) => statOrNull(d)))).some((st) => st !== null);
-    const retired = dhcp === undefined ? [] : await sweepDhcpEntries(dhcp, hasNode, this.writeOptions(), (uuid, fn) => this.serial(uuid, fn));
+    const { retired, complete } = await sweepDhcpEntries(dhcp, hasNode, this.writeOptions(), (uuid, fn) => this.serial(uuid, fn), options.shouldStop);
     if (retired.length > 0) this.options.logger?.info({ nodes: retired.length, sample: retired.slice(0, 10) }, 'retired DHCP entries of nodes without boot files here');
-    return { ...report, dhcp: retired };
+    return { ...report, dhcp: retired, complete };
   }
 
   /** Uuids of the nodes that have a directory under either root (prepared, or half cleaned up). */

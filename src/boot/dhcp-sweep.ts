@@ -39,7 +39,9 @@ export async function sweepDhcpEntries(
   write: WriteOptions = {},
   /** Runs one node's retirement (the boot environment serializes it with that node's other changes). */
   serial: <T>(uuid: string, fn: () => Promise<T>) => Promise<T> = (_uuid, fn) => fn(),
-): Promise<string[]> {
+  /** Asked between nodes: true stops here (see `SweepOptions.shouldStop`); `complete` then says false. */
+  shouldStop: () => boolean = () => false,
+): Promise<{ retired: string[]; complete: boolean }> {
   const others = (await listDhcpOwners(options)).filter((o) => o !== options.owner);
   const mine = (owner: string | null) => owner === options.owner || (owner === null && others.length === 0);
   // Node uuid → MACs whose live host line (of ours) points at it.
@@ -48,6 +50,7 @@ export async function sweepDhcpEntries(
   for (const name of await names(options.hostsDir)) {
     const parsed = parseHostFileName(name);
     if (!parsed || !mine(parsed.owner)) continue;
+    if (shouldStop()) return { retired: [], complete: false };
     const content = await readTextOrNull(join(options.hostsDir, name));
     if (content === null || !isLiveHostLine(content)) continue;
     const uuid = hostLineNode(content, parsed.owner);
@@ -62,6 +65,7 @@ export async function sweepDhcpEntries(
   }
   const retired: string[] = [];
   for (const uuid of [...new Set([...withOpts, ...macsOf.keys()])].sort()) {
+    if (shouldStop()) return { retired, complete: false };
     if (await hasNode(uuid)) continue;
     const changed = await serial(uuid, async () => {
       // Looked at again in the node's turn: a prepare may have made it since.
@@ -71,5 +75,5 @@ export async function sweepDhcpEntries(
     });
     if (changed) retired.push(uuid);
   }
-  return retired;
+  return { retired, complete: true };
 }

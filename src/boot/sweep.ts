@@ -6,7 +6,7 @@
  */
 import { readlink, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { isTempName, readdirOrEmpty, statOrNull } from './atomic-fs.js';
+import { isTempName, readdirEntriesOrEmpty, statOrNull } from './atomic-fs.js';
 import { PXELINUX_CFG } from './layout.js';
 
 /** What to sweep. */
@@ -18,15 +18,24 @@ export interface SweepOptions {
   /** Temp files younger than this may belong to a write in progress. Default 1 hour. */
   minTempAgeMs?: number;
   now?: () => number;
+  /**
+   * Asked between entries: true stops the sweep where it is (`complete: false`). The sweep is a
+   * safety net that walks every file of every node, seconds at 10,000 nodes; a conductor with a
+   * take-over waiting lets it go and sweeps again later rather than keep the nodes waiting.
+   */
+  shouldStop?: () => boolean;
 }
 
-/** What a sweep removed. */
+/** What a sweep removed, and whether it looked at everything. */
 export interface SweepReport {
   temps: string[];
   danglingLinks: string[];
+  /** False when `shouldStop` cut it short. */
+  complete: boolean;
 }
 
-const names = readdirOrEmpty;
+/** `shouldStop` is asked once per this many entries (each costs a system call or two at most). */
+const STOP_CHECK_EVERY = 64;
 
 /** The directories of a boot environment that `sweep` should look at. */
 export function sweepDirs(tftpRoot: string, httpRoot: string | undefined, dhcpDirs: string[]): Pick<SweepOptions, 'linkDirs' | 'tempDirs'> {
@@ -39,9 +48,16 @@ export function sweepDirs(tftpRoot: string, httpRoot: string | undefined, dhcpDi
 export async function sweep(options: SweepOptions): Promise<SweepReport> {
   const now = (options.now ?? Date.now)();
   const minAge = options.minTempAgeMs ?? 60 * 60_000;
-  const report: SweepReport = { temps: [], danglingLinks: [] };
+  const report: SweepReport = { temps: [], danglingLinks: [], complete: true };
+  let seen = 0;
+  const stop = (): boolean => {
+    if (options.shouldStop === undefined || ++seen % STOP_CHECK_EVERY !== 0 || !options.shouldStop()) return false;
+    report.complete = false;
+    return true;
+  };
   for (const dir of new Set(options.tempDirs)) {
-    for (const name of await names(dir)) {
+    for (const { name } of await readdirEntriesOrEmpty(dir)) {
+      if (stop()) return report;
       if (!isTempName(name)) continue;
       const st = await statOrNull(join(dir, name), false);
       if (st !== null && now - st.mtimeMs >= minAge) {
@@ -51,13 +67,16 @@ export async function sweep(options: SweepOptions): Promise<SweepReport> {
     }
   }
   for (const dir of new Set(options.linkDirs)) {
-    for (const name of await names(dir)) {
-      const path = join(dir, name);
+    for (const entry of await readdirEntriesOrEmpty(dir)) {
+      if (stop()) return report;
+      // Node directories and config files are most of what is here: the entry's type says so free.
+      if (!entry.isSymbolicLink()) continue;
+      const path = join(dir, entry.name);
       let target: string;
       try {
         target = await readlink(path);
       } catch {
-        continue; // not a symlink
+        continue; // gone meanwhile
       }
       // Only our links (`…/<uuid>/config`), and only when what they point to is gone.
       if (!/(^|\/)[0-9a-f-]{36}\/config$/.test(target)) continue;

@@ -16,14 +16,25 @@ import type { TakeOverState } from './take-over.js';
 import { pool } from './work-pool.js';
 
 /** The reconciler's options, logger and node memory, and whether it is stopping: what a take-over works with too. */
-export type ExecutorContext = TakeOverState;
+export type ExecutorContext = TakeOverState & {
+  /** True when another pass is already asked for (a ring or node change): the sweep gives way to it. */
+  passWaiting: () => boolean;
+};
 
 /** Carries `plan` out, counting into the pass's report and timing its phases. */
 export async function executePlan(
   ctx: ExecutorContext,
   plan: PassPlan,
-  pass: { me: number; ports: ReadonlyMap<number, Port[]>; verify: boolean; report: PassReport; lap: (phase: Phase) => void },
-): Promise<void> {
+  pass: {
+    me: number;
+    ports: ReadonlyMap<number, Port[]>;
+    verify: boolean;
+    /** Run the sweep even though this is not a verify pass: the last one was cut short. */
+    sweepOwed: boolean;
+    report: PassReport;
+    lap: (phase: Phase) => void;
+  },
+): Promise<{ sweepOwed: boolean }> {
   const { report, lap } = pass;
   ctx.memory.apply(plan.memory);
   if (plan.takeOver.length > 0) {
@@ -32,21 +43,30 @@ export async function executePlan(
   }
   await resumeStranded(ctx, plan.resume.map((n) => n.uuid), report);
   lap('takeOver');
+  let sweepOwed = pass.sweepOwed;
   if (ctx.options.boot) {
     await precacheNodes(ctx, plan.precache, pass.verify, report);
     lap('precache');
     await cleanUp(ctx, plan.cleanUp, report);
-    if (pass.verify && !ctx.stopped()) await sweepLeftovers(ctx);
+    if ((pass.verify || pass.sweepOwed) && !ctx.stopped()) sweepOwed = !(await sweepLeftovers(ctx));
   }
   lap('cleanUp');
+  return { sweepOwed };
 }
 
-/** The boot environment's sweep; a failure is logged, and the next verify pass sweeps again. */
-async function sweepLeftovers(ctx: ExecutorContext): Promise<void> {
+/**
+ * The boot environment's sweep; returns whether it finished. It gives way to a waiting pass (a ring
+ * change's take-over must not wait seconds for a safety net) and to a stop; the reconciler then owes
+ * it and the next pass carries on. A failure is logged, and the next verify pass sweeps again.
+ */
+async function sweepLeftovers(ctx: ExecutorContext): Promise<boolean> {
   try {
-    await ctx.options.boot?.sweep();
+    const report = await ctx.options.boot?.sweep({ shouldStop: () => ctx.stopped() || ctx.passWaiting() });
+    if (report && !report.complete) ctx.log.debug('boot leftovers sweep gave way to a waiting pass; the next pass goes on with it');
+    return report?.complete ?? true;
   } catch (err) {
     ctx.log.warn({ err: (err as Error).message }, 'could not sweep boot leftovers');
+    return true;
   }
 }
 

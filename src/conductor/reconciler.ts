@@ -30,12 +30,22 @@ export { NODES_CHANNEL } from '../cluster/task.js';
 export type { ReconcilerOptions } from './reconcile-options.js';
 export type { PassReport } from './reconcile-report.js';
 
+/**
+ * Verify sweeps cut short in a row (each gave way to a waiting pass) before one runs to its end
+ * regardless: a stream of node changes must not put the safety net off for good.
+ */
+const MAX_SWEEP_CUTS = 5;
+
 export class Reconciler {
   /** What this process remembers per node between passes (shared with the take-over). */
   private readonly memory = new NodeMemory();
   /** Runs the passes: one at a time, asks coalesced, the periodic pass, retries with back-off. */
   private work: SerialWork | null = null;
   private pendingTrigger: { reason: string; verify: boolean } | null = null;
+  /** The last verify pass's sweep gave way to another pass: the next pass sweeps. */
+  private sweepOwed = false;
+  /** Sweeps cut short in a row; after `MAX_SWEEP_CUTS` one runs to its end whatever waits. */
+  private sweepCuts = 0;
   private stopped = true;
   private pollTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -198,8 +208,9 @@ export class Reconciler {
     });
     Object.assign(report, plan.counts);
     clock.lap('read');
-    const context = { options: this.options, log: this.log, memory: this.memory, stopped: () => this.stopped };
-    await executePlan(context, plan, { me, ports: reads.ports, verify, report, lap: clock.lap });
+    const context = { options: this.options, log: this.log, memory: this.memory, stopped: () => this.stopped, passWaiting: () => this.sweepCuts < MAX_SWEEP_CUTS && this.pendingTrigger !== null };
+    ({ sweepOwed: this.sweepOwed } = await executePlan(context, plan, { me, ports: reads.ports, verify, sweepOwed: this.sweepOwed, report, lap: clock.lap }));
+    this.sweepCuts = this.sweepOwed ? this.sweepCuts + 1 : 0;
     clock.round();
     report.durationMs = performance.now() - started;
     this.record(report);

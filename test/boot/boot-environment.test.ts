@@ -311,13 +311,33 @@ describe('sweep', () => {
     const hostsBefore = await snapshot(s.hostsDir);
 
     // Node B's DHCP entries outlived its directory: its host line becomes `ignore`, its options go.
-    expect(await env.sweep({ minTempAgeMs: 0 })).toEqual({ temps: [leftover], danglingLinks: [join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-ab-cd-ef')], dhcp: [UUID_B] });
+    expect(await env.sweep({ minTempAgeMs: 0 })).toEqual({ temps: [leftover], danglingLinks: [join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-ab-cd-ef')], dhcp: [UUID_B], complete: true });
     expect(await tree(join(s.tftpRoot, 'pxelinux.cfg'))).toEqual(['01-52-54-00-12-34-56']);
     expect(await snapshot(join(s.tftpRoot, UUID_A))).toEqual(before);
     expect(await readFile(join(s.hostsDir, 'ironring-cond-1-52-54-00-ab-cd-ef.conf'), 'utf8')).toBe(`${MAC_B},ignore\n`);
     expect(await tree(s.optsDir)).toEqual([`ironring-cond-1-${UUID_A}.conf`]);
     expect((await snapshot(s.hostsDir))['ironring-cond-1-52-54-00-12-34-56.conf']).toEqual(hostsBefore['ironring-cond-1-52-54-00-12-34-56.conf']);
-    expect(await env.sweep()).toEqual({ temps: [], danglingLinks: [], dhcp: [] });
+    expect(await env.sweep()).toEqual({ temps: [], danglingLinks: [], dhcp: [], complete: true });
+  });
+
+  it('stops where it is when asked to (a take-over is waiting) and finishes on a later sweep', async () => {
+    const env = s.env({ dhcpHostsDir: s.hostsDir, dhcpOptsDir: s.optsDir });
+    // Enough entries that the sweep asks more than once: node directories and links of 80 nodes.
+    const uuids = Array.from({ length: 80 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    for (const [i, uuid] of uuids.entries()) {
+      await env.prepare({ uuid }, [{ address: `52:54:00:00:01:${i.toString(16).padStart(2, '0')}`, pxeEnabled: true }], images);
+    }
+    await rm(join(s.tftpRoot, uuids[79]!), { recursive: true });
+    let asked = 0;
+    const cut = await env.sweep({ minTempAgeMs: 0, shouldStop: () => ++asked >= 1 });
+    expect(cut).toEqual({ temps: [], danglingLinks: [], dhcp: [], complete: false });
+    expect(asked).toBe(1);
+    // Nothing was removed by the cut sweep; the next one does the work.
+    expect(await tree(join(s.tftpRoot, 'pxelinux.cfg'))).toHaveLength(80);
+    const full = await env.sweep({ minTempAgeMs: 0, shouldStop: () => false });
+    expect(full.complete).toBe(true);
+    expect(full.danglingLinks).toEqual([join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-00-01-4f')]);
+    expect(full.dhcp).toEqual([uuids[79]]);
   });
 });
 

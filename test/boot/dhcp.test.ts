@@ -233,14 +233,14 @@ describe('shared directories: the owner retires the others, nobody touches the o
     const legacyHost = join(s.hostsDir, 'ironring-52-54-00-00-00-09.conf');
     await writeFile(legacyHost, `52:54:00:00:00:09,set:ir-${UUID_B}-0badc0de,set:ironring\n`);
     // cond-a has no node here at all; cond-b's entries are not its to judge, nor the old-scheme file (cond-b writes here).
-    expect(await sweepDhcpEntries(a(), async () => false)).toEqual([UUID_A]);
+    expect(await sweepDhcpEntries(a(), async () => false)).toEqual({ retired: [UUID_A], complete: true });
     expect(await readFile(hostA(), 'utf8')).toBe(`${MAC_A},ignore\n`);
     expect(await tree(s.optsDir)).toEqual([`ironring-cond-b-${UUID_B}.conf`]);
     expect(await readFile(legacyHost, 'utf8')).toContain('set:ir-');
     // Alone in the directories, cond-b keeps its node's entries and migrates the old-scheme line.
     await rm(hostA());
-    expect(await sweepDhcpEntries(b(), async () => true)).toEqual([]);
-    expect(await sweepDhcpEntries(b(), async () => false)).toEqual([UUID_B]);
+    expect(await sweepDhcpEntries(b(), async () => true)).toEqual({ retired: [], complete: true });
+    expect(await sweepDhcpEntries(b(), async () => false)).toEqual({ retired: [UUID_B], complete: true });
     expect(await tree(s.hostsDir)).toEqual(['ironring-cond-b-52-54-00-00-00-09.conf', 'ironring-cond-b-52-54-00-ab-cd-ef.conf']);
   });
 });

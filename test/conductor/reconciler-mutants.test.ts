@@ -56,6 +56,8 @@ interface Harness {
   cleanUpRemoves: boolean;
   ringListeners: Array<(change: { group: string; version: number }) => void>;
   nodeHandlers: ListenHandlers | null;
+  /** The stand-in boot environment's sweep (default: nothing to do, finished). */
+  sweep: (options: { shouldStop?: () => boolean }) => Promise<{ complete: boolean }>;
   options: ReconcilerOptions;
   addNode(uuid: string, values: Record<string, unknown>): Promise<number>;
 }
@@ -84,6 +86,7 @@ describe('reconciler decisions (in process, SQLite)', () => {
       cleanUpRemoves: true,
       ringListeners: [],
       nodeHandlers: null,
+      sweep: async () => ({ complete: true }),
     };
     const hx = harness as Harness;
     const view = {
@@ -105,7 +108,7 @@ describe('reconciler decisions (in process, SQLite)', () => {
         return { removed: hx.cleanUpRemoves ? [uuid] : [], written: [] };
       },
       batch: <T>(fn: () => Promise<T>) => fn(),
-      sweep: async () => ({ temps: [], danglingLinks: [], dhcp: [] }),
+      sweep: async (o: { shouldStop?: () => boolean } = {}) => ({ temps: [], danglingLinks: [], dhcp: [], ...(await hx.sweep(o)) }),
     };
     const deploy = {
       prepare: async () => undefined,
@@ -178,6 +181,40 @@ describe('reconciler decisions (in process, SQLite)', () => {
       if (report.trigger.split(', ').includes('requested')) return report;
     }
   };
+
+  it("a verify pass's sweep gives way to a pass that is waiting, and the next pass finishes it", async () => {
+    const asked: boolean[] = [];
+    let arrivals = 1;
+    h.sweep = async ({ shouldStop }) => {
+      // A ring change arrives while the sweep walks the files.
+      if (arrivals-- > 0) h.reconciler.trigger('ring change to version 2');
+      const stop = shouldStop?.() ?? false;
+      asked.push(stop);
+      return { complete: !stop };
+    };
+    await h.reconciler.nextPass({ verify: true });
+    // Cut short for the ring change's pass (not a verify pass), which then sweeps to the end.
+    await waitUntil(() => asked.length >= 2, 10_000, 'the owed sweep');
+    expect(asked).toEqual([true, false]);
+    // Owed no longer: a plain pass does not sweep.
+    await pass();
+    expect(asked).toHaveLength(2);
+    await pass(true);
+    expect(asked).toEqual([true, false, false]);
+  });
+
+  it('a sweep cut short five times in a row runs to its end the sixth time, whatever waits', async () => {
+    const asked: boolean[] = [];
+    h.sweep = async ({ shouldStop }) => {
+      h.reconciler.trigger('node change');
+      const stop = shouldStop?.() ?? false;
+      asked.push(stop);
+      return { complete: !stop };
+    };
+    await h.reconciler.nextPass({ verify: true });
+    await waitUntil(() => asked.length >= 6, 10_000, 'six sweeps');
+    expect(asked.slice(0, 6)).toEqual([true, true, true, true, true, false]);
+  });
 
   it('resumes the unlocked work of a departed conductor, never work another conductor holds', async () => {
     const stranded = uuidWhere(ME);
