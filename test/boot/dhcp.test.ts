@@ -41,6 +41,7 @@ describe('dnsmasq entries', () => {
         `tag:${t},option:tftp-server,10.0.0.5`,
         `tag:${t},150,10.0.0.5`,
         `tag:${t},option:bootfile-name,pxelinux.0`,
+        `tag:${t},tag:ipxe,encap:175,176,1b`,
         '',
       ].join('\n'),
     );
@@ -54,6 +55,17 @@ describe('dnsmasq entries', () => {
     expect(uefi.opts.content).toContain(',tag:!ipxe,option:bootfile-name,snponly.efi\n');
     const grub = renderDhcpEntries({ ...node, bootMode: 'uefi' }, [MAC_A], { ...options, bootFiles: { pxeUefi: 'grubnetx64.efi' } });
     expect(grub.opts.content).toContain(',option:bootfile-name,grubnetx64.efi\n');
+  });
+
+  it("tells iPXE clients not to wait for a ProxyDHCP offer (iPXE's no-pxedhcp, 175.176), whatever the boot interface", () => {
+    // iPXE otherwise keeps discovering for its ProxyDHCP timeout (3 s measured) after this offer.
+    for (const bootInterface of ['pxe', 'ipxe'] as const) {
+      for (const bootMode of ['bios', 'uefi'] as const) {
+        const entries = renderDhcpEntries({ ...node, bootInterface, bootMode }, [MAC_A], options);
+        const lines = entries.opts.content.split('\n').filter((l) => l.includes('encap:175'));
+        expect(lines, `${bootInterface} ${bootMode}`).toEqual([`tag:${entries.tag},tag:ipxe,encap:175,176,1b`]);
+      }
+    }
   });
 
   it('changes the tag whenever the options change (dnsmasq keeps old options until SIGHUP)', () => {

@@ -71,7 +71,15 @@ export async function startConductor(url: string, host: string, options: Conduct
     ...(options.netns !== undefined ? { prefix: ['ip', 'netns', 'exec', options.netns] } : {}),
   });
   if (options.dataDir === undefined) void proc.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
-  const m = await proc.waitForOutput(/RPC at (http:\/\/\S+)/, 30_000);
+  let m: RegExpMatchArray;
+  try {
+    // 60 s, waitForOutput's default: a restart beside two real VMs on two loaded cores took over 30 s.
+    m = await proc.waitForOutput(/RPC at (http:\/\/\S+)/, 60_000);
+  } catch (err) {
+    // Nobody holds a conductor whose start failed: without this it ran on after the test.
+    proc.child.kill('SIGKILL');
+    throw err;
+  }
   const rpcUrl = m[1]!;
   return {
     host,

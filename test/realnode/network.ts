@@ -153,6 +153,13 @@ export interface Namespace {
   iface: string;
   /** Its IPv4 address on the bridge. */
   address: string;
+  /**
+   * Its IPv6 address on the bridge, in the lab's unique-local /64 `fd77:0:<slot>::/64` (the prefix
+   * a lab dnsmasq advertises: see dnsmasq.ts, "router advertisements").
+   */
+  ipv6: string;
+  /** That /64, as `fd77:0:<slot>::`. */
+  ipv6Prefix: string;
 }
 
 /** The bridge, the VM's tap and the namespaces on them. */
@@ -195,14 +202,21 @@ export function createLabNetwork(slot: Slot): LabNetwork {
       const outside = `${slot.prefix}${name}h`;
       const inside = `${slot.prefix}${name}n`;
       const address = `${slot.net}.${host}`;
+      const ipv6Prefix = `fd77:0:${slot.slot}::`;
+      const ipv6 = `${ipv6Prefix}${host}`;
       ip('netns', 'add', ns);
+      // No duplicate address detection inside: the namespace's link-local address is usable at once,
+      // so that its dnsmasq's router advertisements (sent from it) go out from the first solicitation.
+      // Set before the veth exists, which takes the namespace's defaults when it is created in it.
+      ip('netns', 'exec', ns, 'sysctl', '-q', '-w', 'net.ipv6.conf.default.accept_dad=0');
       ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', ns);
       ip('link', 'set', outside, 'master', bridge);
       ip('link', 'set', outside, 'up');
       ip('-n', ns, 'addr', 'add', `${address}/24`, 'dev', inside);
+      ip('-n', ns, 'addr', 'add', `${ipv6}/64`, 'dev', inside, 'nodad');
       ip('-n', ns, 'link', 'set', inside, 'up');
       ip('-n', ns, 'link', 'set', 'lo', 'up');
-      return { name: ns, iface: inside, address };
+      return { name: ns, iface: inside, address, ipv6, ipv6Prefix };
     },
     removeNamespace(ns) {
       spawnSync('ip', ['netns', 'del', ns.name]);

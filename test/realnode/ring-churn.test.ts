@@ -31,24 +31,25 @@ import type { Dnsmasq } from './dnsmasq.js';
 import { realNodeAvailable } from './requirements.js';
 import { MARKER_LINE, waitForBoot } from './vm.js';
 
-// Not yet part of npm test: the two modes take about 17 minutes on two loaded cores (≈ 18 s of each
-// boot is iPXE's DHCP), over CI's budget. IRONRING_TEST_RING_CHURN=1 runs it (docs/testing.md).
+// Not yet part of npm test: the two modes side by side took 5.6–6.6 min on two loaded cores, over
+// the ~5 min the issue allows; 55–69 s of that is a boot whose HTTP files vanish when the restarted
+// owner takes its node back (docs/testing.md). IRONRING_TEST_RING_CHURN=1 runs it.
 const wanted = process.env.IRONRING_TEST_RING_CHURN === '1';
-if (!wanted) console.log('skipping the ring-churn scenario with a real VM (about 17 min): IRONRING_TEST_RING_CHURN=1 runs it');
+if (!wanted) console.log('skipping the ring-churn scenario with a real VM (about 6 min): IRONRING_TEST_RING_CHURN=1 runs it');
 const available = wanted && realNodeAvailable();
 
 const BOOTS = 12;
 /** Ring events, fired during the boot of the same index (1-based) after `delayMs` from its power-on. */
 type EventKind = 'SIGTERM' | 'SIGKILL' | 'start';
+/**
+ * The issue's bar, once each: 4 events per mode (each costs a hand-off, and a kill -9 a boot with no
+ * answer); the 12 boots around them are the rest of it.
+ */
 const EVENTS: ReadonlyMap<number, { kind: EventKind; delayMs: number }> = new Map([
   [2, { kind: 'SIGTERM', delayMs: 0 }],
   [3, { kind: 'start', delayMs: 2_000 }],
   [5, { kind: 'SIGKILL', delayMs: 1_000 }],
   [6, { kind: 'start', delayMs: 4_000 }],
-  [8, { kind: 'SIGTERM', delayMs: 3_000 }],
-  [9, { kind: 'start', delayMs: 0 }],
-  [11, { kind: 'SIGKILL', delayMs: 0 }],
-  [12, { kind: 'start', delayMs: 1_000 }],
 ]);
 /** Short, so that a kill -9 is noticed in seconds (the brief: 4–6 s). */
 const HEARTBEAT_ENV = { IRONRING_CONDUCTOR_HEARTBEAT_INTERVAL: '1', IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: '5' };
@@ -62,7 +63,7 @@ const POLL_MS = 200;
  * sure it is dead — ends there; a machine set to retry network boot, as a provisioning network's
  * usually are, asks again.
  */
-const NO_BOOT_DEVICE_REBOOT_MS = 5_000;
+const NO_BOOT_DEVICE_REBOOT_MS = 1_000;
 const MODE_TIMEOUT_MS = 30 * 60_000;
 
 interface RingEvent {
@@ -145,7 +146,9 @@ async function churn(lab: Lab, machine: LabMachine, mode: string) {
   await makeAvailable(app, uuid, STATE_TIMEOUT_MS);
   const token = `ironring.test=${randomBytes(6).toString('hex')}`;
   // quiet: a TCG kernel printing to the serial console is most of a boot's time.
-  await setRamdiskInstance(app, uuid, lab.assets, `console=ttyS0 panic=-1 quiet ${token}`);
+  // no_timer_check: under TCG on a loaded host the kernel's IO-APIC timer check can miss its ticks
+  // and panic ("IO-APIC + timer doesn't work!", seen once in a churn run beside two CPU hogs).
+  await setRamdiskInstance(app, uuid, lab.assets, `console=ttyS0 panic=-1 quiet no_timer_check ${token}`);
   machine.vm.clearLog();
   await provision(app, uuid, 'active');
   await waitForProvisionState(app, uuid, 'active', STATE_TIMEOUT_MS);
@@ -278,7 +281,9 @@ function expectChurnPassed(result: Awaited<ReturnType<typeof churn>>): void {
 }
 
 function churnSuite(mode: string, setUp: (lab: Lab) => Promise<{ dhcp: Dnsmasq; conductor: LabConductorOptions }>): void {
-  describe.skipIf(!available)(`ring churn with a real machine, ${mode}`, () => {
+  // Concurrent: the two modes run side by side, each in its own lab slot (own bridge, tap, VM and
+  // conductors), so that the scenario costs one mode's time, not two.
+  describe.skipIf(!available).concurrent(`ring churn with a real machine, ${mode}`, () => {
     let lab: Lab;
     let dhcp: Dnsmasq;
 
