@@ -83,7 +83,7 @@ const ACTIONS: Readonly<Record<string, Handler>> = {
   'GET boot_device': (ops, uuid) => ops.getBootDevice(uuid),
 
   // The agent's lookup and heartbeat: the API sends tokens as their digests (agent-session.ts).
-  'POST agent_token': (ops, uuid, body) => {
+  'POST agent_token': async (ops, uuid, body) => {
     const { token_hash: tokenHash } = fields<{ token_hash: unknown }>(body);
     if (!isAgentTokenHash(tokenHash)) throw new InvalidParameter('token_hash: expected a SHA-256 digest (64 hex digits)');
     return ops.agentToken(uuid, tokenHash);
