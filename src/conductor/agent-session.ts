@@ -56,9 +56,15 @@ export interface AgentSessionDeps {
 /**
  * Stores `tokenHash` as the node's agent token when it has none and is in an agent state; answers
  * whether it did (false: a token was issued before, and the lookup answers `******`). A node in a
- * state that expects no agent → `NotFound`, as the lookup answers it.
+ * state that expects no agent → `NotFound`, as the lookup answers it. Checked again under the lock,
+ * so two lookups at once issue one token.
  */
 export async function registerAgentToken(deps: AgentSessionDeps, uuid: string, tokenHash: string): Promise<{ issued: boolean }> {
+  // Repeated lookups (an agent retrying, or anyone who knows a MAC) are answered from a plain read:
+  // only the one that issues the token takes the node's lock.
+  const read = await acquireTask(deps.store, uuid, { host: '', shared: true });
+  if (!expectsAgent(read.node.provision_state)) throw new NotFound(LOOKUP_NOT_FOUND);
+  if (read.node.agent_token_hash !== null) return { issued: false };
   return withTask(deps.store, uuid, deps.lockOptions('agent token'), async (task) => {
     if (!expectsAgent(task.node.provision_state)) throw new NotFound(LOOKUP_NOT_FOUND);
     if (task.node.agent_token_hash !== null) return { issued: false };

@@ -98,11 +98,24 @@ describe.each(engines)('agent lookup and heartbeat on %s', (engine) => {
     expect(stored.agent_token_hash).toBe(sha256(token));
     expect(JSON.stringify(stored)).not.toContain(token);
 
+    // Later lookups take no lock: one answers while another conductor holds the node.
+    await db.store.db.updateTable('nodes').set({ reservation: 'other' }).where('uuid', '=', uuid).execute();
     const second = await lookup(`node_uuid=${uuid}`);
     expect(second.statusCode, second.body).toBe(200);
     expect((second.json() as Lookup).config.agent_token).toBe('******');
     expect((await row(uuid)).agent_token_hash).toBe(sha256(token));
     expect(calls).toEqual(['POST agent_token', 'POST agent_token']);
+  });
+
+  it('issues one token when lookups race', async () => {
+    const uuid = await nodeIn('clean wait', 'available');
+    const answers = await Promise.all(Array.from({ length: 4 }, () => lookup(`addresses=${MAC}`)));
+    const tokens = answers.map((a) => (a.statusCode === 200 ? (a.json() as Lookup).config.agent_token : `status ${a.statusCode}`));
+    const issued = tokens.filter((t) => /^[A-Za-z0-9_-]{43}$/.test(t));
+    expect(issued, tokens.join(' ')).toHaveLength(1);
+    // The others answered ****** or, when they met the issuing lock, 409 for the agent to retry.
+    for (const t of tokens) expect(issued.includes(t) || t === '******' || t === 'status 409').toBe(true);
+    expect((await row(uuid)).agent_token_hash).toBe(sha256(issued[0]!));
   });
 
   it('answers 404 alike for unknown MACs, MACs of two nodes and a node that expects no agent', async () => {
