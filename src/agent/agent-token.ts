@@ -47,8 +47,11 @@ export function isAgentTokenHash(value: unknown): value is string {
  * comparison of two 32-byte values.
  */
 export function agentTokenMatches(presentedHash: string, storedHash: string | null): boolean {
-  const usable = isAgentTokenHash(storedHash) && isAgentTokenHash(presentedHash);
+  // Both checked whatever the first says, so that no branch is shorter than another.
+  const stored = isAgentTokenHash(storedHash);
+  const presented = isAgentTokenHash(presentedHash);
+  const usable = stored && presented;
   const a = Buffer.from(usable ? presentedHash : NO_TOKEN, 'hex');
-  const b = Buffer.from(usable ? storedHash : NO_TOKEN, 'hex');
+  const b = Buffer.from(usable ? (storedHash as string) : NO_TOKEN, 'hex');
   return timingSafeEqual(a, b) && usable;
 }
