@@ -20,6 +20,7 @@ import { installQueryChecks } from './query.js';
 import { BODY_LIMIT } from './json-fields.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
+import { agentRoutes } from './routes/agent.js';
 import { computeServerRoutes } from './routes/compute-servers.js';
 import type { ComputeStores } from '../cells/compute-stores.js';
 import { conductorRoutes } from './routes/conductors.js';
@@ -106,7 +107,9 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     conductorRoutes(api, { store, heartbeatTimeout: config.conductor.heartbeat_timeout, publicEndpoint: config.api.public_endpoint, maxLimit: config.api.max_limit });
     ringRoutes(api, { store, config, rings });
     nodeRoutes(api, { store, config, drivers, rings });
-    nodeActionRoutes(api, { store, config, rings, router: new ConductorRouter(config, rings, localConductor) });
+    const router = new ConductorRouter(config, rings, localConductor);
+    nodeActionRoutes(api, { store, config, rings, router });
+    agentRoutes(api, { store, config, router });
     nodeValidateRoutes(api, { store, drivers });
     driverRoutes(api, { store, config, drivers });
     portRoutes(api, { store, config });

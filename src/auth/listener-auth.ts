@@ -28,8 +28,8 @@ export interface Authenticator {
   checkBody?(request: FastifyRequest, rawBody: string): AuthRefusal | null;
 }
 
-/** Which authenticators a path needs; an empty list means the path is public. */
-export type AuthRoutes = (path: string) => readonly Authenticator[];
+/** Which authenticators a request (its path, and method) needs; an empty list means it is public. */
+export type AuthRoutes = (path: string, method: string) => readonly Authenticator[];
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -63,7 +63,7 @@ export function installListenerAuth(app: FastifyInstance, routes: AuthRoutes, op
     });
   }
   app.addHook('onRequest', async (request, reply) => {
-    const needed = routes(request.url.split('?')[0]!);
+    const needed = routes(request.url.split('?')[0]!, request.method);
     if (needed.length === 0) return;
     const header = request.headers.authorization ?? '';
     const by = needed.find((a) => a.handles(header));

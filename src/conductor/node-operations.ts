@@ -22,6 +22,8 @@ import type { ProvisionStatus } from '../nodes/state-machine.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
 import { failStrandedWork, resumeEvent, whyNotResume } from './stranded-work.js';
+import { recordHeartbeat, registerAgentToken, withAgentSession } from './agent-session.js';
+import type { AgentSessionDeps, HeartbeatRecord } from './agent-session.js';
 
 /** The events a conductor fires when a state's work ends. */
 type StepEvent = 'done' | 'wait' | 'fail' | 'manage' | 'clean';
@@ -185,14 +187,14 @@ export class NodeOperations {
       const next = applyAction(status, action);
       const internal = await this.checkSupported(task, next.event, options.cleanSteps);
       const instanceInfo = options.configdrive !== undefined ? { ...task.node.instance_info, configdrive: options.configdrive } : undefined;
-      await task.update({
+      await task.update(withAgentSession(task.node, {
         provision_state: next.state,
         target_provision_state: next.target,
         provision_updated_at: new Date(),
         last_error: null,
         ...(instanceInfo ? { instance_info: instanceInfo } : {}),
         ...(internal ? { driver_internal_info: internal } : {}),
-      });
+      }));
       await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `${action}: ${status.state} → ${next.state}` });
     } catch (err) {
       await task.release();
@@ -284,13 +286,13 @@ export class NodeOperations {
       if (event === null) return ports;
       // A step the table refuses is a bug in this file, not the node's fault: fail loudly.
       const next = transition(status, event);
-      await task.update({
+      await task.update(withAgentSession(task.node, {
+        ...result.changes,
         provision_state: next.state,
         target_provision_state: next.target,
         provision_updated_at: new Date(),
         ...(error !== null ? { last_error: error } : {}),
-        ...result.changes,
-      });
+      }));
       ports = stepPorts;
       await task.recordHistory({
         eventType: 'provisioning',
@@ -450,6 +452,24 @@ export class NodeOperations {
       const driverTask = await this.driverTask(task);
       return driverTask.driver.management.getBootDevice(driverTask);
     });
+  }
+
+  private agentSession(): AgentSessionDeps {
+    const { store, host, tracker, retry } = this.deps;
+    return { store, lockOptions: (purpose) => ({ host, tracker, purpose, retry }), driverTask: (task) => this.driverTask(task) };
+  }
+
+  /**
+   * Registers the agent token of a node's first lookup (its digest; see `agent-session.ts`):
+   * `issued` false when the node already has one.
+   */
+  agentToken(uuid: string, tokenHash: string): Promise<{ issued: boolean }> {
+    return registerAgentToken(this.agentSession(), uuid, tokenHash);
+  }
+
+  /** Records a heartbeat of the node's agent and lets its deploy interface continue (`agent-session.ts`). */
+  heartbeat(uuid: string, heartbeat: HeartbeatRecord): Promise<void> {
+    return recordHeartbeat(this.agentSession(), uuid, heartbeat);
   }
 
   async setMaintenance(uuid: string, on: boolean, reason: string | null): Promise<void> {

@@ -7,6 +7,8 @@
  * same process (`ironring up`) calls the same actions directly (`callRpc`), without HTTP.
  */
 import type { FastifyInstance } from 'fastify';
+import { isAgentTokenHash } from '../agent/agent-token.js';
+import { MAX_HEARTBEAT_STRING_LENGTH, parseCallbackUrl } from '../agent/protocol.js';
 import { InvalidParameter, NotFound } from '../common/errors.js';
 import { parseCleanSteps } from '../drivers/index.js';
 import { parsePatch } from '../nodes/node-patch.js';
@@ -79,6 +81,21 @@ const ACTIONS: Readonly<Record<string, Handler>> = {
   },
 
   'GET boot_device': (ops, uuid) => ops.getBootDevice(uuid),
+
+  // The agent's lookup and heartbeat: the API sends tokens as their digests (agent-session.ts).
+  'POST agent_token': async (ops, uuid, body) => {
+    const { token_hash: tokenHash } = fields<{ token_hash: unknown }>(body);
+    if (!isAgentTokenHash(tokenHash)) throw new InvalidParameter('token_hash: expected a SHA-256 digest (64 hex digits)');
+    return ops.agentToken(uuid, tokenHash);
+  },
+
+  'POST heartbeat': async (ops, uuid, body) => {
+    const { token_hash: tokenHash, callback_url: callbackUrl, agent_version: agentVersion } = fields<{ token_hash: unknown; callback_url: unknown; agent_version: unknown }>(body);
+    if (!isAgentTokenHash(tokenHash)) throw new InvalidParameter('token_hash: expected a SHA-256 digest (64 hex digits)');
+    if (typeof agentVersion !== 'string' || agentVersion.length > MAX_HEARTBEAT_STRING_LENGTH) throw new InvalidParameter(`agent_version: expected a string of at most ${MAX_HEARTBEAT_STRING_LENGTH} characters`);
+    await ops.heartbeat(uuid, { tokenHash, callbackUrl: parseCallbackUrl(callbackUrl), agentVersion });
+    return { ok: true };
+  },
 
   'POST maintenance': async (ops, uuid, body) => {
     const { maintenance, reason } = fields<{ maintenance: unknown; reason: unknown }>(body);

@@ -16,6 +16,7 @@ import type { NodeTask } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { transition } from '../nodes/state-machine.js';
+import { withAgentSession } from './agent-session.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import type { ProvisionState, StableState } from '../nodes/states.js';
 
@@ -66,7 +67,7 @@ export async function failStrandedWork(task: NodeTask, host: string, why: string
     const status: ProvisionStatus = { state: node.provision_state as ProvisionState, target: node.target_provision_state as StableState | null };
     const next = transition(status, 'fail');
     const error = strandedError(status.state, host, why, next.state);
-    await task.update({ provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: error });
+    await task.update(withAgentSession(node, { provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: error }));
     await task.recordHistory({ eventType: 'provisioning', severity: 'ERROR', event: `${status.state} → ${next.state}: ${error}` });
     return next.state;
   } finally {

@@ -28,6 +28,7 @@ import { acquireTasks, announceNodeChange, releaseTasks } from '../cluster/task.
 import type { NodeTask } from '../cluster/task.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { transition } from '../nodes/state-machine.js';
+import { withAgentSession } from './agent-session.js';
 import { WAITING_STATES } from '../nodes/states.js';
 import type { ProvisionState, StableState } from '../nodes/states.js';
 import { fingerprint } from './reconcile-inputs.js';
@@ -267,7 +268,7 @@ async function failWaitingNode(state: TakeOverState, f: Failure): Promise<string
     `"${from}" cannot go on: conductor ${hostname}, the node's owner now, could not rebuild its boot files ` +
     `after ${f.count} tries, so the node cannot boot from it: ${f.error}; moved to "${next.state}"`;
   try {
-    await f.task.update({ provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: error });
+    await f.task.update(withAgentSession(node, { provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: error }));
   } catch (err) {
     if (err instanceof NodeNotLocked || err instanceof NodeNotFound) return null;
     throw err;

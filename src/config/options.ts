@@ -143,6 +143,11 @@ export const OPTIONS = {
       default: 32,
       description: 'Deepest nesting of objects and arrays a JSON field (driver_info, extra …) may hold after a create or patch, and (plus the two levels of a JSON Patch) in any request body; deeper gets 400 and nothing is stored.',
     },
+    ramdisk_heartbeat_timeout: {
+      type: { kind: 'integer', min: 10, max: 86400 },
+      default: 300,
+      description: 'Seconds within which a deploy agent must heartbeat again, told to agents at lookup (Ironic\'s [api] ramdisk_heartbeat_timeout); agents heartbeat after 0.3 to 0.6 of it.',
+    },
     max_json_field_size: {
       type: { kind: 'integer', min: 1024 },
       default: 65536,

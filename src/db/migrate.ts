@@ -12,6 +12,7 @@ import type { Database } from './schema.js';
 import { apiInitial } from './migrations/api-0001-initial.js';
 import { baremetalInitial } from './migrations/baremetal-0001-initial.js';
 import { baremetalNodeOrder } from './migrations/baremetal-0002-node-order.js';
+import { baremetalAgentToken } from './migrations/baremetal-0003-agent-token.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 import { cellMappedHotUpdates } from './migrations/cell-0003-mapped-hot-updates.js';
@@ -27,7 +28,7 @@ export type { MigrationSet };
 function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migration> {
   switch (set) {
     case 'baremetal':
-      return { '0001_initial': baremetalInitial(engine), '0002_node_order': baremetalNodeOrder() };
+      return { '0001_initial': baremetalInitial(engine), '0002_node_order': baremetalNodeOrder(), '0003_agent_token': baremetalAgentToken() };
     case 'api':
       return { '0001_initial': apiInitial(engine) };
     case 'cell':

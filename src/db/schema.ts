@@ -92,6 +92,11 @@ export interface NodesTable {
   power_interface: Nullable<string>;
   rescue_interface: Nullable<string>;
   vendor_interface: Nullable<string>;
+  /**
+   * SHA-256 (hex) of the node's agent token while it is in an agent state (src/agent/agent-token.ts):
+   * never the token itself, and read by no view, RPC answer or log.
+   */
+  agent_token_hash: Nullable<string>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }

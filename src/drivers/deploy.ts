@@ -9,6 +9,14 @@ import type { DriverTask } from './task.js';
 export const DEPLOY_OUTCOMES = ['done', 'wait'] as const;
 export type DeployOutcome = (typeof DEPLOY_OUTCOMES)[number];
 
+/** Where a node's agent listens, as its last heartbeat said. */
+export interface AgentContact {
+  /** The agent's command API, `http(s)://host:port` (the heartbeat's `callback_url`). */
+  url: string;
+  /** The agent's version (`3.0.0` when it sent none, as Ironic assumes). */
+  version: string;
+}
+
 /** May offer clean steps (`CleanStepSource`): the fake deploy does, the ramdisk deploy offers none. */
 export interface DeployInterface extends CleanStepSource {
   /**
@@ -29,4 +37,12 @@ export interface DeployInterface extends CleanStepSource {
    * files, DHCP entries) — run when the ring moves a node. Idempotent; writes nothing if current.
    */
   takeOver(task: DriverTask): Promise<void>;
+  /**
+   * Called by the node's owner, under the node's lock, after it recorded a heartbeat of the node's
+   * agent (token checked, `agent_url` written): where an agent-driven deploy (`direct`) continues
+   * its work — asks the agent how its command went, sends the next one. Interfaces that drive no
+   * agent do nothing. It must return soon (the agent's heartbeat waits for it): long work goes to
+   * the background.
+   */
+  heartbeat(task: DriverTask, agent: AgentContact): Promise<void>;
 }

@@ -103,6 +103,25 @@ export const CONDUCTOR_BOOT_STATES: ReadonlySet<string> = new Set(
   (Object.keys(STATE_INFO) as ProvisionState[]).filter((state) => STATE_INFO[state].boot !== 'none'),
 );
 
+/**
+ * States in which the node runs an agent that looks itself up and heartbeats: the working and
+ * waiting states that boot the deploy ramdisk or the rescue agent (Ironic's lookup-allowed states:
+ * deploying, wait call-back, cleaning, clean wait, inspecting, inspect wait, rescuing, rescue
+ * wait). Derived from the table, so a new state gets its answer from its row. A node's agent token
+ * lives only while it is in one of these.
+ */
+export const AGENT_STATES: ReadonlySet<string> = new Set(
+  (Object.keys(STATE_INFO) as ProvisionState[]).filter((state) => {
+    const { kind, boot } = STATE_INFO[state];
+    return (kind === 'working' || kind === 'waiting') && (boot === 'deploy' || boot === 'rescue');
+  }),
+);
+
+/** True when a node in `state` runs an agent that may look up and heartbeat (`AGENT_STATES`). */
+export function expectsAgent(state: string): boolean {
+  return AGENT_STATES.has(state);
+}
+
 const api = (from: ProvisionState, event: ActionEvent, to: ProvisionState, target?: StableState): TransitionRule =>
   target ? { from, event, to, by: 'api', target } : { from, event, to, by: 'api' };
 const conductor = (from: ProvisionState, event: ProvisionEvent, to: ProvisionState): TransitionRule => ({ from, event, to, by: 'conductor' });

@@ -63,6 +63,19 @@ describe.each(engines)('node operations in process on %s', (engine) => {
     expect(made).toEqual([{ uuid, stamp: after.stamp }]);
   });
 
+  it('ends the agent session when stranded work is failed, and when an abort leaves clean wait', async () => {
+    const session = { agent_token_hash: 'ab'.repeat(32), driver_internal_info: JSON.stringify({ agent_url: 'http://h:1', agent_last_heartbeat: 't' }) };
+    const stranded = await addNode({ provision_state: 'cleaning', target_provision_state: 'available', maintenance: true, ...session });
+    expect(await ops.resume(stranded)).toBe('failed');
+    const waiting = await addNode({ provision_state: 'clean wait', target_provision_state: 'available', ...session });
+    await ops.provision(waiting, 'abort');
+    await settle();
+    for (const uuid of [stranded, waiting]) {
+      const after = await db.store.db.selectFrom('nodes').select(['provision_state', 'agent_token_hash', 'driver_internal_info']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
+      expect(after).toEqual({ provision_state: 'clean failed', agent_token_hash: null, driver_internal_info: { agent_last_heartbeat: 't' } });
+    }
+  });
+
   it('undeploys an active node to available; affinity is not claimed for a node that no longer boots from here', async () => {
     const uuid = await addNode({ provision_state: 'active', conductor_affinity: null });
     await ops.provision(uuid, 'deleted');

@@ -169,6 +169,25 @@ describe('conductor RPC authentication through a real `ironring conductor`', () 
       expect((await signed('GET', route, undefined)).status, route).toBe(200);
     }
   });
+
+  it("carries the agent's lookup and heartbeat to the real owner over signed RPC, token as a digest only", async () => {
+    const created = await api.inject({ method: 'POST', url: '/v1/nodes', headers: H, payload: { name: 'agent-1', driver: 'fake-hardware' } });
+    const node = created.json<{ uuid: string }>().uuid;
+    expect((await api.inject({ method: 'POST', url: '/v1/ports', headers: H, payload: { address: '52:54:00:aa:00:01', node_uuid: node } })).statusCode).toBe(201);
+    await store.db.updateTable('nodes').set({ provision_state: 'wait call-back', target_provision_state: 'active' }).where('uuid', '=', node).execute();
+    const lookup = await api.inject({ url: '/v1/lookup?addresses=52:54:00:aa:00:01', headers: H });
+    expect(lookup.statusCode, lookup.body).toBe(200);
+    const token = lookup.json<{ config: { agent_token: string } }>().config.agent_token;
+    const hb = (agentToken: string) => api.inject({ method: 'POST', url: `/v1/heartbeat/${node}`, headers: H, payload: { callback_url: 'http://192.0.2.7:9999', agent_token: agentToken } });
+    const wrong = await hb('not-the-token');
+    expect(wrong.statusCode, wrong.body).toBe(400);
+    expect(wrong.body).toContain('Invalid or missing agent token received.');
+    expect((await hb(token)).statusCode).toBe(202);
+    expect((await store.db.selectFrom('nodes').select('driver_internal_info').where('uuid', '=', node).executeTakeFirstOrThrow()).driver_internal_info).toMatchObject({ agent_url: 'http://192.0.2.7:9999', agent_version: '3.0.0' });
+    // Unsigned, the action is refused like every other; and the conductor never saw the token in clear.
+    expect((await rpc('POST', `/v1/rpc/nodes/${node}/heartbeat`, { token_hash: 'ab'.repeat(32), callback_url: 'http://h:1', agent_version: '1' })).status).toBe(401);
+    expect(conductor.stdout() + conductor.stderr()).not.toContain(token);
+  });
 });
 
 describe('a standalone conductor that would expose RPC without credentials', () => {

@@ -22,7 +22,7 @@ const row: NodeRow = {
   properties: { cpus: 4, password: 'not-a-secret-here' }, instance_info: { image_source: 'x', configdrive: 'H4sI' }, extra: { a: 1 },
   instance_uuid: null, conductor_group: 'rack1', resource_class: 'small', provision_state: 'available', target_provision_state: null,
   provision_updated_at: new Date('2026-01-02T03:04:05.678Z'), power_state: 'power off', target_power_state: null, maintenance: false,
-  maintenance_reason: null, last_error: null, reservation: null, conductor_affinity: 3,
+  maintenance_reason: null, last_error: null, reservation: null, conductor_affinity: 3, agent_token_hash: 'ab'.repeat(32),
   boot_interface: 'fake', console_interface: 'no-console', deploy_interface: 'fake', inspect_interface: 'no-inspect', management_interface: 'fake',
   network_interface: 'noop', power_interface: 'fake', rescue_interface: 'no-rescue', vendor_interface: 'no-vendor',
   created_at: new Date('2026-01-01T00:00:00.000Z'), updated_at: new Date('2026-01-01T00:00:01.000Z'),

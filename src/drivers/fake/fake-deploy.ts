@@ -50,4 +50,7 @@ export class FakeDeploy implements DeployInterface {
   async takeOver(task: DriverTask): Promise<void> {
     await task.driver.boot.prepareInstance(task);
   }
+
+  /** The fake deploy completes at once and drives no agent: a heartbeat has nothing to continue. */
+  async heartbeat(): Promise<void> {}
 }

@@ -56,4 +56,7 @@ export class RamdiskDeploy implements DeployInterface {
         return;
     }
   }
+
+  /** The ramdisk deploy boots the instance's own ramdisk and drives no agent: nothing to continue. */
+  async heartbeat(): Promise<void> {}
 }

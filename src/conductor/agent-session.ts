@@ -1,0 +1,109 @@
+/**
+ * The owner's side of a node's agent session: registering the agent token at the node's first
+ * lookup, recording heartbeats, and ending the session when the node leaves the agent states.
+ *
+ * The API generates the token and sends only its digest here (src/agent/agent-token.ts), so the
+ * token in clear never crosses the RPC wire; a heartbeat's token arrives as a digest too, and is
+ * compared in constant time. A wrong token is refused from a plain read, without taking the node's
+ * lock, so that a caller guessing tokens cannot keep the owner's own work off the node.
+ */
+import { agentTokenMatches } from '../agent/agent-token.js';
+import { LOOKUP_NOT_FOUND } from '../agent/protocol.js';
+import { acquireTask, withTask } from '../cluster/task.js';
+import type { AcquireOptions, NodePatch, NodeTask } from '../cluster/task.js';
+import { InvalidParameter, NotFound } from '../common/errors.js';
+import type { Store } from '../db/connect.js';
+import type { AgentContact, DriverTask } from '../drivers/index.js';
+import type { NodeRow } from '../nodes/node-store.js';
+import { expectsAgent } from '../nodes/state-machine.js';
+
+/**
+ * The `driver_internal_info` keys of an agent session that end with it, as Ironic's
+ * `wipe_token_and_url` drops them: the next agent says its URL afresh. `agent_version` and
+ * `agent_last_heartbeat` stay, as in Ironic (fast-track reads the last heartbeat).
+ */
+export const AGENT_SESSION_KEYS = ['agent_url', 'agent_verify_ca'] as const;
+
+/** Ironic's refusal of a heartbeat whose token is wrong or absent (400, as its InvalidParameterValue). */
+export const INVALID_AGENT_TOKEN = 'Invalid or missing agent token received.';
+
+
+/**
+ * `patch` — a write that sets `provision_state` — with the end of the agent session added when the
+ * new state expects no agent: the token digest cleared and the session's keys dropped from
+ * `driver_internal_info` (the patch's own, else the node's). Every write of a provision state goes
+ * through this, so no token outlives the states it was issued for.
+ */
+export function withAgentSession(node: Pick<NodeRow, 'driver_internal_info' | 'agent_token_hash'>, patch: NodePatch & { provision_state: string }): NodePatch {
+  if (expectsAgent(patch.provision_state)) return patch;
+  const internal = patch.driver_internal_info ?? node.driver_internal_info;
+  const stale = AGENT_SESSION_KEYS.filter((k) => Object.hasOwn(internal, k));
+  const out: NodePatch = { ...patch };
+  if (node.agent_token_hash !== null || patch.agent_token_hash !== undefined) out.agent_token_hash = null;
+  if (stale.length > 0) out.driver_internal_info = Object.fromEntries(Object.entries(internal).filter(([k]) => !(stale as readonly string[]).includes(k)));
+  return out;
+}
+
+/** What the owner needs from its node operations to run the session. */
+export interface AgentSessionDeps {
+  store: Store;
+  /** How to take the node's exclusive lock (host, tracker, retries). */
+  lockOptions: (purpose: string) => AcquireOptions;
+  /** The driver's view of a locked node, for the deploy interface's heartbeat hook. */
+  driverTask: (task: NodeTask) => Promise<DriverTask>;
+}
+
+/**
+ * Stores `tokenHash` as the node's agent token when it has none and is in an agent state; answers
+ * whether it did (false: a token was issued before, and the lookup answers `******`). A node in a
+ * state that expects no agent → `NotFound`, as the lookup answers it. Checked again under the lock,
+ * so two lookups at once issue one token.
+ */
+export async function registerAgentToken(deps: AgentSessionDeps, uuid: string, tokenHash: string): Promise<{ issued: boolean }> {
+  // Repeated lookups (an agent retrying, or anyone who knows a MAC) are answered from a plain read:
+  // only the one that issues the token takes the node's lock.
+  const read = await acquireTask(deps.store, uuid, { host: '', shared: true });
+  if (!expectsAgent(read.node.provision_state)) throw new NotFound(LOOKUP_NOT_FOUND);
+  if (read.node.agent_token_hash !== null) return { issued: false };
+  return withTask(deps.store, uuid, deps.lockOptions('agent token'), async (task) => {
+    if (!expectsAgent(task.node.provision_state)) throw new NotFound(LOOKUP_NOT_FOUND);
+    if (task.node.agent_token_hash !== null) return { issued: false };
+    await task.update({ agent_token_hash: tokenHash });
+    return { issued: true };
+  });
+}
+
+/** A heartbeat as the API passes it on: the token as its digest, the fields already checked. */
+export interface HeartbeatRecord {
+  tokenHash: string;
+  callbackUrl: string;
+  agentVersion: string;
+}
+
+/**
+ * Records a heartbeat: checks the token (400 `INVALID_AGENT_TOKEN` when wrong, before any lock),
+ * then under the node's lock checks it again, refuses a callback URL other than the one recorded
+ * (an agent's URL does not change within its session, as Ironic refuses it), writes `agent_url`,
+ * `agent_version` and `agent_last_heartbeat` (the database clock) into `driver_internal_info`, and
+ * hands the heartbeat to the deploy interface (`DeployInterface.heartbeat`). Changes no state.
+ */
+export async function recordHeartbeat(deps: AgentSessionDeps, uuid: string, heartbeat: HeartbeatRecord): Promise<void> {
+  const read = await acquireTask(deps.store, uuid, { host: '', shared: true });
+  if (!agentTokenMatches(heartbeat.tokenHash, read.node.agent_token_hash)) throw new InvalidParameter(INVALID_AGENT_TOKEN);
+  await withTask(deps.store, uuid, deps.lockOptions('heartbeat'), async (task) => {
+    // The token may have been wiped or replaced between the read and the lock.
+    if (!agentTokenMatches(heartbeat.tokenHash, task.node.agent_token_hash)) throw new InvalidParameter(INVALID_AGENT_TOKEN);
+    const internal = task.node.driver_internal_info;
+    const known = internal.agent_url;
+    if (typeof known === 'string' && known !== heartbeat.callbackUrl) {
+      throw new InvalidParameter(`callback_url: differs from the one this agent gave before (${known}); an agent's URL does not change while it runs`);
+    }
+    const now = await deps.store.now();
+    await task.update({
+      driver_internal_info: { ...internal, agent_url: heartbeat.callbackUrl, agent_version: heartbeat.agentVersion, agent_last_heartbeat: now.toISOString() },
+    });
+    const driverTask = await deps.driverTask(task);
+    const contact: AgentContact = { url: heartbeat.callbackUrl, version: heartbeat.agentVersion };
+    await driverTask.driver.deploy.heartbeat(driverTask, contact);
+  });
+}
