@@ -44,14 +44,17 @@ export async function lingerWhileBusy(activity: () => BootActivity, options: Lin
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const pollMs = options.pollMs ?? 100;
   const start = now();
+  // An idle conductor never sleeps here: it reports 0, not the clock's tick between two readings.
+  let slept = false;
   for (;;) {
     const { inFlight, lastActivityAt } = activity();
     const t = now();
     const recent = lastActivityAt !== null && t - lastActivityAt < options.quietMs;
-    if (inFlight === 0 && !recent) return { waitedMs: t - start, ended: 'quiet', cut: 0 };
+    if (inFlight === 0 && !recent) return { waitedMs: slept ? t - start : 0, ended: 'quiet', cut: 0 };
     const left = start + options.maxMs - t;
     if (left <= 0) return { waitedMs: t - start, ended: 'max', cut: inFlight };
     await sleep(Math.min(pollMs, left));
+    slept = true;
   }
 }
 

@@ -24,6 +24,10 @@ describe('lingerWhileBusy', () => {
     expect(await lingerWhileBusy(c.activity, { ...OPTS, ...c })).toEqual({ waitedMs: 0, ended: 'quiet', cut: 0 });
     const old = clocked(() => ({ inFlight: 0, lastActivityAt: 1_000_000 - 2_000 }));
     expect((await lingerWhileBusy(old.activity, { ...OPTS, ...old })).waitedMs).toBe(0);
+    // A clock that ticks between two readings (a loaded machine): still no wait reported.
+    let t = 0;
+    const ticking = { now: () => (t += 1), sleep: async () => undefined };
+    expect(await lingerWhileBusy(() => ({ inFlight: 0, lastActivityAt: null }), { ...OPTS, ...ticking })).toEqual({ waitedMs: 0, ended: 'quiet', cut: 0 });
   });
 
   it('waits for a transfer in flight to finish, then for the quiet time after its last request', async () => {
