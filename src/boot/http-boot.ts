@@ -29,7 +29,9 @@ export interface HttpBootServerOptions {
 export interface HttpBootServer {
   /** Base URL it serves on, with the real port: `http://127.0.0.1:8080`. */
   url: string;
-  /** Stops accepting, drops open connections; idempotent. */
+  /** Requests being answered, and when the last one came in: what a stopping conductor lingers on. */
+  activity(): { inFlight: number; lastRequestAt: number | null };
+  /** Stops accepting, drops open connections (cutting downloads in flight); idempotent. */
   close(): Promise<void>;
 }
 
@@ -133,7 +135,15 @@ async function handle(realRoot: string, req: IncomingMessage, res: ServerRespons
 export async function startHttpBootServer(options: HttpBootServerOptions): Promise<HttpBootServer> {
   const realRoot = await realpath(options.root);
   const logger = options.logger;
+  let inFlight = 0;
+  let lastRequestAt: number | null = null;
   const server = createServer((req, res) => {
+    inFlight += 1;
+    lastRequestAt = Date.now();
+    // 'close' comes once per response: sent in full, or its connection gone.
+    res.once('close', () => {
+      inFlight -= 1;
+    });
     handle(realRoot, req, res).then(
       () => logger?.debug({ method: req.method, url: req.url, status: res.statusCode }, 'http boot request'),
       (err: unknown) => {
@@ -162,6 +172,7 @@ export async function startHttpBootServer(options: HttpBootServerOptions): Promi
   let closing: Promise<void> | null = null;
   return {
     url,
+    activity: () => ({ inFlight, lastRequestAt }),
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

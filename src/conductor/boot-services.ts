@@ -12,6 +12,8 @@ import { sep } from 'node:path';
 import { BootEnvironment, startHttpBootServer } from '../boot/index.js';
 import type { HttpBootServer } from '../boot/index.js';
 import { tftpHost } from '../boot/dhcp.js';
+import { combinedActivity, lingerWhileBusy } from '../boot/linger.js';
+import type { LingerReport } from '../boot/linger.js';
 import { OwnedMacs, startProxyDhcp } from '../boot/proxydhcp/index.js';
 import type { ProxyDhcpResponder, ProxyDhcpStats } from '../boot/proxydhcp/index.js';
 import { startTftpServer } from '../boot/tftp/index.js';
@@ -34,9 +36,23 @@ export interface BootServices {
   proxyDhcp: ProxyDhcpResponder | null;
   /** The ProxyDHCP responder's counters, or null when it does not run here. */
   proxyDhcpStats(): ProxyDhcpStats | null;
+  /**
+   * Keeps the HTTP and TFTP servers serving while a transfer is in flight or a machine asked (or
+   * was answered) recently, up to `BOOT_LINGER.maxMs`: a stopping conductor's last act before
+   * `close()`, so a boot that met the hand-off finishes here instead of being cut (`boot/linger.ts`).
+   */
+  linger(): Promise<LingerReport>;
   /** Closes the ProxyDHCP responder first (no answer from here from then on), then the servers. */
   close(): Promise<void>;
 }
+
+/**
+ * How long a stopping conductor's boot servers serve on (ms). Quiet: iPXE asks for the next file
+ * within moments of the last (`boot.ipxe`, its config, kernel, initrd), and a DHCP answer is
+ * followed by the first fetch within a second or two on a healthy network. Max: a 13 MB kernel on
+ * a loaded link, and no more — a client gone silent must not hold a stop up.
+ */
+export const BOOT_LINGER = { quietMs: 2_000, maxMs: 10_000 } as const;
 
 /** The address other machines reach this host by: the bind host, or the first external IPv4 address. */
 export function reachableHost(bindHost: string): string {
@@ -170,6 +186,16 @@ export async function startBootServices(config: Config, logger: Logger, optional
       tftpStats: () => tftp?.stats() ?? null,
       proxyDhcp: responder,
       proxyDhcpStats: () => responder?.stats() ?? null,
+      linger: () =>
+        lingerWhileBusy(
+          () =>
+            combinedActivity([
+              { inFlight: 0, lastActivityAt: responder?.stats().lastAnswerAt ?? null },
+              ...(http ? [{ inFlight: http.activity().inFlight, lastActivityAt: http.activity().lastRequestAt }] : []),
+              ...(tftp ? [{ inFlight: tftp.stats().active, lastActivityAt: tftp.lastRequestAt() }] : []),
+            ]),
+          BOOT_LINGER,
+        ),
       close,
     };
   } catch (err) {

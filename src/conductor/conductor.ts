@@ -10,7 +10,8 @@
  * Stop: ProxyDHCP answers end first, offline at once (others' rings drop it within one
  * notification), keep heartbeating while locked work finishes (up to `graceful_shutdown_timeout`),
  * release its locks; in dnsmasq files mode retire its DHCP entries of each node right after the
- * node's new owner wrote its own (`stop-hand-off.ts`), with its boot servers still up; leave.
+ * node's new owner wrote its own (`stop-hand-off.ts`), with its boot servers still up; let the boot
+ * servers finish what machines are fetching (`boot/linger.ts`, a few seconds at most); leave.
  */
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -355,6 +356,9 @@ export class Conductor {
     }
     locks.releasedAt = Date.now();
     await handOff;
+    // Nothing names this conductor any more; a boot already on its way here finishes here.
+    const lingered = await this.boot?.linger();
+    if (lingered && lingered.waitedMs > 0) this.log.info(lingered, 'boot servers served on after the hand-off');
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.unsubscribe?.();
     await this.view.stop();

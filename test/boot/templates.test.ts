@@ -115,7 +115,7 @@ describe('iPXE scripts run as iPXE runs them', () => {
   const deployKernel = `http://10.0.0.5:8080/${UUID}/deploy_kernel`;
   const instanceKernel = `http://10.0.0.5:8080/${UUID}/kernel`;
 
-  it('boot.ipxe reboots after its pause (milliseconds) when no NIC has a config, key or no key', () => {
+  it('boot.ipxe asks DHCP again after each pause and reboots after its prompt (milliseconds) when no NIC ever has a config, key or no key', () => {
     const script = renderBootIpxe();
     expect(missingLabels(script)).toEqual([]);
     const settings = { 'net0/mac': '52:54:00:12:34:56' };
@@ -123,6 +123,8 @@ describe('iPXE scripts run as iPXE runs them', () => {
       const run = runIpxe(script, { settings, keyPressed, fetch: () => false });
       expect(run.outcome).toBe('rebooted');
       expect(run.downloads).toEqual(['pxelinux.cfg/52-54-00-12-34-56']);
+      expect(run.sleeps).toEqual([2, 4, 8, 16, 16]);
+      expect(run.dhcps).toBe(5);
       // iPXE's prompt counts milliseconds: a pause people can read, short enough to retry soon.
       expect(run.prompts).toHaveLength(1);
       expect(run.prompts[0]).toBeGreaterThanOrEqual(5_000);
@@ -152,19 +154,22 @@ describe('iPXE scripts run as iPXE runs them', () => {
       const run = runIpxe(renderBootConfig('ipxe', { ...base, label }), { fetch: () => false });
       expect(run.outcome).toBe('rebooted');
       expect(run.sleeps).toEqual([2, 4, 8, 16, 16]);
-      // One failed kernel download per try: the first and one after each sleep, all of the same label.
-      expect(run.downloads).toEqual(Array(run.sleeps.length + 1).fill(label === 'deploy' ? deployKernel : instanceKernel));
+      // The first download and one quick retry from this server; after that each try asks DHCP,
+      // which nobody answers here.
+      expect(run.downloads).toEqual(Array(2).fill(label === 'deploy' ? deployKernel : instanceKernel));
+      expect(run.dhcps).toBe(4);
     }
   });
 
-  it('retries the label that failed, from its kernel, and boots once the server answers', () => {
-    let failures = 2;
+  it('retries a failed download once from the same server, without asking DHCP (a transient failure on a live owner)', () => {
+    let failures = 1;
     const run = runIpxe(renderBootConfig('ipxe', { ...base, label: 'boot_ramdisk' }), {
       fetch: (url) => !(url.endsWith('/ramdisk') && failures-- > 0),
     });
     expect(run.outcome).toBe('booted');
-    expect(run.sleeps).toEqual([2, 4]);
-    expect(run.downloads.filter((u) => u === instanceKernel)).toHaveLength(3);
+    expect(run.sleeps).toEqual([2]);
+    expect(run.dhcps).toBe(0);
+    expect(run.downloads.filter((u) => u === instanceKernel)).toHaveLength(2);
     expect(run.downloads.every((u) => !u.includes('deploy_'))).toBe(true);
   });
 

@@ -262,7 +262,7 @@ async function churn(lab: Lab, machine: LabMachine, mode: string) {
     bootMs: boots.map((b) => b.end - b.start),
   };
   console.log(JSON.stringify(report));
-  return { uuid, token, boots, events, addressOf };
+  return { uuid, token, boots, events, addressOf, eventReport };
 }
 
 /** The assertions of one mode: every boot reached the marker with the instance, from an owner of its attempt. */
@@ -277,6 +277,13 @@ function expectChurnPassed(result: Awaited<ReturnType<typeof churn>>): void {
     expect(b.params, `boot ${b.n} booted the instance`).toEqual(expect.arrayContaining([token, 'root=/dev/ram0']));
     expect(b.servedBy, `boot ${b.n}: the kernel's server`).not.toBeNull();
     expect(b.owners.map(addressOf), `boot ${b.n}: its kernel came from ${b.servedBy}, owners during it ${b.owners.join(', ')}`).toContain(b.servedBy);
+  }
+  // A graceful stop or a rejoin hands the node over while both conductors live: the boot it meets
+  // finds the new owner without rebooting (iPXE asks DHCP again; the stopping conductor's servers
+  // serve on after the hand-off). A kill -9 is silent until the heartbeat times out: its boot may
+  // find no answer at all and reboot.
+  for (const e of result.eventReport.filter((r) => r.event !== 'SIGKILL')) {
+    expect(e.selfReboots, `${e.event} of ${e.conductor} during boot ${e.duringBoot}: self-reboots of boots ${e.boots.join(', ')}`).toBe(0);
   }
 }
 

@@ -54,6 +54,8 @@ export interface ProxyDhcpStats {
   malformed: number;
   /** Replies the socket failed to send. */
   sendFailures: number;
+  /** When the last reply went out, ms since the epoch (null: none yet): a machine told to boot from here may be about to ask. */
+  lastAnswerAt: number | null;
 }
 
 export interface ProxyDhcpResponder {
@@ -108,7 +110,7 @@ export async function startProxyDhcp(options: ProxyDhcpOptions): Promise<ProxyDh
     throw err;
   }
   const broadcaster = new InterfaceBroadcaster(host);
-  const stats: ProxyDhcpStats = { offers: 0, acks: 0, ignored: 0, malformed: 0, sendFailures: 0 };
+  const stats: ProxyDhcpStats = { offers: 0, acks: 0, ignored: 0, malformed: 0, sendFailures: 0, lastAnswerAt: null };
   const ports = { broadcast: options.broadcastAddress ?? '255.255.255.255', client: options.clientPort ?? 68, relay: options.relayPort ?? 67 };
   const logInterval = options.logIntervalMs ?? 60_000;
   let lastLog = -Infinity;
@@ -148,6 +150,7 @@ export async function startProxyDhcp(options: ProxyDhcpOptions): Promise<ProxyDh
       }
       if (decision.kind === 'offer') stats.offers += 1;
       else stats.acks += 1;
+      stats.lastAnswerAt = Date.now();
     };
     const reply = encodeDhcp(decision.reply);
     if (to.address === LIMITED_BROADCAST && broadcaster.addresses().length > 0) {

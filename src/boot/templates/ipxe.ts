@@ -14,15 +14,59 @@ import type { BootConfigParams } from './params.js';
 import { joinParams, NODE_FILES, renderedLabels } from './params.js';
 
 /**
- * Download retries of a per-node script, and the pause before each (seconds, doubling up to the
- * cap): 2, 4, 8, 16, 16. A missing image or a gone server then costs the HTTP server six requests
- * a minute at most instead of a tight loop; after the last retry the machine reboots, so it asks
- * DHCP again — by then the node's new owner may be the one answering.
+ * How a machine that meets a failure keeps trying, counted over everything it runs from power-on
+ * to boot: iPXE settings live until the machine reboots and survive `chain`, so `boot.ipxe` and the
+ * per-node scripts share one count (`ir_tries`) and one pause (`ir_delay`, seconds, doubling up to
+ * the cap: 2, 4, 8, 16, 16). After `attempts` failed tries the machine reboots, so no path loops
+ * for ever and a missing image costs the HTTP server a few requests a minute, never a tight loop.
+ *
+ * A try does not always ask the same server again. The node's files follow the ring at once: after
+ * a hand-off the old owner deletes them (404) or has stopped (connection refused), and only DHCP
+ * knows who answers for the machine now. So a per-node script retries its own label once (a
+ * transient failure on a live owner), then runs `dhcp` again and chains `${filename}`: the
+ * `boot.ipxe` of whoever answers now. A reboot would ask DHCP too, at the cost of the firmware's
+ * POST and PXE start (20–60 s).
  */
 export const IPXE_RETRY = { attempts: 5, firstDelaySeconds: 2, maxDelaySeconds: 16 } as const;
 
-/** How long `boot.ipxe` shows "no configuration" before it reboots, in milliseconds (iPXE's unit). */
+/** How long `boot.ipxe` shows that it gives up before it reboots, in milliseconds (iPXE's unit). */
 export const BOOT_IPXE_REBOOT_MS = 10_000;
+
+/** The settings the retry count and pause live in; kept across `chain`, so set only when unset. */
+const RETRY_STATE = [
+  `isset \${ir_tries} || set ir_tries:int32 0`,
+  `isset \${ir_delay} || set ir_delay:int32 ${IPXE_RETRY.firstDelaySeconds}`,
+];
+
+/**
+ * One counted try: gives up at `attempts` (to `giveUp`), else counts it, says `what` and waits the
+ * current pause, doubling it for the next try.
+ */
+function countedTry(what: string, giveUp: string): string[] {
+  const { attempts, maxDelaySeconds } = IPXE_RETRY;
+  return [
+    `iseq \${ir_tries} ${attempts} && goto ${giveUp} ||`,
+    'inc ir_tries',
+    `echo ${what}: retry \${ir_tries} of ${attempts} in \${ir_delay} seconds`,
+    'sleep ${ir_delay} ||',
+    `iseq \${ir_delay} ${maxDelaySeconds} || inc ir_delay \${ir_delay}`,
+  ];
+}
+
+/**
+ * Asks the wire again who boots this machine: the `dhcp` answer names the current owner's
+ * `boot.ipxe` (a ProxyDHCP answer replaces the one from before; a dnsmasq answer carries the
+ * owner's entry). `onFail` handles a DHCP with no answer, a missing file name, a refused chain.
+ */
+function askDhcpAgain(onFail: string): string[] {
+  return [
+    'echo Asking DHCP again: the node may have a new owner',
+    `dhcp || goto ${onFail}`,
+    `chain \${filename} || goto ${onFail}`,
+    // A chained script that ends without booting comes back here: that counts as a failed try too.
+    `goto ${onFail}`,
+  ];
+}
 
 /**
  * Why iPXE would read `params` as script syntax rather than pass them to the kernel, or null when
@@ -59,27 +103,27 @@ export function renderIpxe(p: BootConfigParams): string {
       entry('deploy', joinParams(`${base}/${NODE_FILES.deployKernel}`, p.appendParams, p.deployParams, 'BOOTIF=${mac}'), NODE_FILES.deployRamdisk),
     boot_ramdisk: () => entry('boot_ramdisk', joinParams(`${base}/${NODE_FILES.kernel}`, 'root=/dev/ram0', p.appendParams, p.ramdiskParams), NODE_FILES.ramdisk),
   };
-  const { attempts, firstDelaySeconds, maxDelaySeconds } = IPXE_RETRY;
+  const { attempts } = IPXE_RETRY;
   return [
     '#!ipxe',
     '',
-    'set retries:int32 0',
-    `set retry_delay:int32 ${firstDelaySeconds}`,
+    ...RETRY_STATE,
+    // Failures of this script, from this server: the first is retried here, the next asks DHCP.
+    'set ir_here:int32 0',
     `goto ${p.label}`,
     '',
     ...renderedLabels(p).flatMap((label) => entries[label]()),
-    `# A failed download or boot waits, then tries its label again; after ${attempts} retries the machine`,
-    '# reboots and asks DHCP again (the node may have a new owner by then).',
+    '# A failed download or boot waits, then tries its label once more from this server; a second',
+    '# failure asks DHCP who boots the machine now (after a hand-off the old owner has deleted these',
+    `# files or stopped). After ${attempts} tries in all, counted across chains, the machine reboots.`,
     ':retry',
-    `iseq \${retries} ${attempts} && goto retry_give_up ||`,
-    'inc retries',
-    `echo Boot of \${retry_label} failed: retry \${retries} of ${attempts} in \${retry_delay} seconds`,
-    'sleep ${retry_delay} ||',
-    `iseq \${retry_delay} ${maxDelaySeconds} || inc retry_delay \${retry_delay}`,
-    'goto ${retry_label}',
+    ...countedTry('Boot of ${retry_label} failed', 'retry_give_up'),
+    'inc ir_here',
+    'iseq ${ir_here} 1 && goto ${retry_label} ||',
+    ...askDhcpAgain('retry'),
     '',
     ':retry_give_up',
-    `echo Boot of \${retry_label} failed ${attempts + 1} times, rebooting`,
+    `echo Boot of \${retry_label} failed again after ${attempts} retries, rebooting`,
     'reboot',
     '',
   ].join('\n');
@@ -88,14 +132,17 @@ export function renderIpxe(p: BootConfigParams): string {
 /**
  * The global `http_root/boot.ipxe`: tries each NIC in turn and chains `pxelinux.cfg/<mac-hexhyp>`
  * (relative to its own URL), so one DHCP boot file serves every node and every NIC. When no NIC has
- * a config it reboots after a pause, whether or not a key is pressed: the machine DHCPs again and
- * finds the config once the node's owner has written it.
+ * a config here, the server that answered DHCP is (no longer) the node's owner — a hand-off moved
+ * the files — so it asks DHCP again after the shared pause and chains the `boot.ipxe` named now.
+ * After the shared number of tries it shows that it gives up and reboots, key or no key.
  */
 export function renderBootIpxe(): string {
+  const { attempts } = IPXE_RETRY;
   return [
     '#!ipxe',
     '',
     '# Written by ironring. Boots the first NIC that has a per-MAC config under pxelinux.cfg/.',
+    ...RETRY_STATE,
     'set netid:int32 -1',
     ':loop',
     'inc netid',
@@ -104,7 +151,11 @@ export function renderBootIpxe(): string {
     'chain pxelinux.cfg/${net${netid}/mac:hexhyp} || goto loop',
     '',
     ':loop_done',
-    'echo No boot configuration found for any NIC of this machine.',
+    ...countedTry('No boot configuration here for any NIC of this machine', 'give_up'),
+    ...askDhcpAgain('loop_done'),
+    '',
+    ':give_up',
+    `echo No boot configuration found after ${attempts} retries.`,
     // prompt fails when its timeout passes; `||` keeps that from ending the script before `reboot`.
     `prompt --timeout ${BOOT_IPXE_REBOOT_MS} Press any key to reboot now, or wait ${BOOT_IPXE_REBOOT_MS / 1000} seconds... ||`,
     'reboot',

@@ -90,6 +90,8 @@ export interface TftpServer {
   address(): { host: string; port: number };
   /** A snapshot of the counters. */
   stats(): TftpStats;
+  /** When the last datagram arrived on the listening port (a request), ms since the epoch; null: none yet. */
+  lastRequestAt(): number | null;
   /** Stops listening and aborts transfers in progress; idempotent, resolves when all sockets are closed. */
   close(): Promise<void>;
 }
@@ -155,6 +157,7 @@ class Server implements TftpServer {
   /** Refusals over the limits since the last warning, by client address; the timer ends the window. */
   private overLimitWindow: { count: number; clients: Map<string, number>; timer: NodeJS.Timeout } | null = null;
   private closing: Promise<void> | null = null;
+  private lastRequest: number | null = null;
   private readonly limits;
   /** Spinning keeps the thread busy, so only a transfer running alone may do it. */
   private readonly busyPoll;
@@ -197,6 +200,10 @@ class Server implements TftpServer {
     return { ...this.counters, active };
   }
 
+  lastRequestAt(): number | null {
+    return this.lastRequest;
+  }
+
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
@@ -228,6 +235,7 @@ class Server implements TftpServer {
 
   /** Answers a request on the listening port; drops anything else. Never throws. */
   private onRequest(msg: Buffer, peer: RemoteInfo): void {
+    this.lastRequest = Date.now();
     if (this.closing) return;
     const packet = parsePacket(msg);
     if (packet.kind !== 'RRQ' && packet.kind !== 'WRQ') {
