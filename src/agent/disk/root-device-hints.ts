@@ -67,10 +67,7 @@ export const MIN_ROOT_DEVICE_BYTES = 4 * 2 ** 30;
 
 const GIB = 2 ** 30;
 
-/**
- * Every operator spelling the specs matcher knows, longest first so that `s<=` is not read as `s<`
- * and `==` not as `=`.
- */
+/** Every operator spelling oslo's specs matcher knows. */
 const KNOWN_OPERATORS = ['<range-in>', '<all-in>', '<in>', '<or>', 's==', 's!=', 's<=', 's>=', 's<', 's>', '==', '!=', '>=', '<=', '=', '>', '<'];
 
 /** Python's `urllib.parse.quote` with its default safe set (`/` and unreserved characters kept). */
@@ -86,18 +83,17 @@ export function normaliseValue(text: string): string {
 }
 
 function splitOperator(hint: string, expression: string): { op: string | undefined; rest: string } {
-  const op = KNOWN_OPERATORS.find((candidate) => expression.startsWith(candidate));
-  if (op !== undefined) return { op, rest: expression.slice(op.length) };
-  // Something that looks like an operator but is none: Ironic would take it as part of the value,
-  // which is never what the operator meant.
-  const lookalike = /^(<[a-z-]*>|s?[=!<>]+)/.exec(expression);
-  if (lookalike) {
+  // The operator is the leading `<word>` or run of `s`, `=`, `!`, `<`, `>`: `>=500` is `>=` then
+  // 500, while `<foo>` or `=>` is one unknown operator rather than `<` or `=` followed by a value.
+  const token = /^(<[a-z-]+>|s?[=!<>]+)/.exec(expression)?.[0];
+  if (token === undefined) return { op: undefined, rest: expression };
+  if (!KNOWN_OPERATORS.includes(token)) {
     throw new InvalidRootDeviceHints(
       hint,
-      `unknown operator "${lookalike[0]}" (valid: ${[...new Set([...STRING_OPERATORS, ...NUMBER_OPERATORS])].join(', ')})`,
+      `unknown operator "${token}" (valid: ${[...new Set([...STRING_OPERATORS, ...NUMBER_OPERATORS])].join(', ')})`,
     );
   }
-  return { op: undefined, rest: expression };
+  return { op: token, rest: expression.slice(token.length) };
 }
 
 function orValues(hint: string, expression: string): string[] {
