@@ -342,8 +342,10 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
     if (digest !== expected) throw new ImageChecksumMismatch(url.href, algo, expected, digest);
     return { bytes: received, algo, digest, attempts, resumed, seconds: (performance.now() - started) / 1000 };
   } catch (error) {
-    if (touched) await wipeStart(handle, Math.min(WIPE_BYTES, capacity), error);
-    throw error;
+    // Aborted: whatever broke first (the socket, a sleep), the caller's reason is the story.
+    const thrown: unknown = options.signal?.aborted ? options.signal.reason : error;
+    if (touched) await wipeStart(handle, Math.min(WIPE_BYTES, capacity), thrown);
+    throw thrown;
   } finally {
     await handle.close().catch(() => undefined);
   }
