@@ -130,6 +130,16 @@ describe('writeImage', () => {
     expect(progress.every(([b], i) => i === 0 || b > progress[i - 1]![0])).toBe(true);
   });
 
+  it('writes the same bytes through the page cache when O_DIRECT is turned off', async () => {
+    server = await imageServer(image);
+    const device = await fakeDevice(8 * MIB);
+    const result = await writeImage({ ...fast, direct: false, url: server.url, checksum: { algo: 'sha256', value: sha256(image) }, device });
+    expect(result.direct).toBe(false);
+    const written = await readFile(device);
+    expect(written.subarray(0, image.length).equals(image)).toBe(true);
+    expect(written.subarray(image.length).every((b) => b === 0xaa)).toBe(true);
+  });
+
   it('on a digest mismatch names both digests and leaves the first MiB zeroed', async () => {
     server = await imageServer(image);
     const device = await fakeDevice(8 * MIB);
