@@ -52,9 +52,10 @@ try {
     } catch {
       if (dfd >= 0) fs.closeSync(dfd);
       dfd = -1;
+      aligned.length = 0;
     }
   }
-  parentPort.postMessage({ type: 'ready', direct: dfd >= 0 });
+  parentPort.postMessage({ type: 'ready', direct: dfd >= 0, offsets: views.map((_, i) => aligned[i] ?? 0) });
 } catch (error) {
   parentPort.postMessage({ type: 'error', message: error.message });
 }
@@ -62,16 +63,12 @@ parentPort.on('message', (m) => {
   try {
     if (fd < 0) return;
     if (m.type === 'block') {
+      // The main thread copied the block to the offset the ready message gave it.
+      const off = aligned[m.slot] ?? 0;
       const view = views[m.slot];
-      hash.update(view.subarray(0, m.length));
-      if (dfd >= 0 && m.length === blockSize) {
-        const off = aligned[m.slot];
-        if (off > 0) view.copy(view, off, 0, m.length);
-        writeAll(dfd, view, off, m.length, m.position);
-      } else {
-        // The last, partial block: O_DIRECT wants whole sectors, the page cache does not.
-        writeAll(fd, view, 0, m.length, m.position);
-      }
+      hash.update(view.subarray(off, off + m.length));
+      // The last, partial block goes through the page cache: O_DIRECT wants whole sectors.
+      writeAll(dfd >= 0 && m.length === blockSize ? dfd : fd, view, off, m.length, m.position);
       parentPort.postMessage({ type: 'written', slot: m.slot, end: m.position + m.length });
     } else if (m.type === 'reset') {
       hash = crypto.createHash(algo);
@@ -91,7 +88,7 @@ parentPort.on('message', (m) => {
 const ALIGNMENT_SLACK = 4096;
 
 type FromWorker =
-  | { type: 'ready'; direct: boolean }
+  | { type: 'ready'; direct: boolean; offsets: number[] }
   | { type: 'written'; slot: number; end: number }
   | { type: 'reset' }
   | { type: 'finished'; digest: string }
@@ -126,6 +123,8 @@ export class BlockSink {
   private readonly blockSize: number;
   private current: number;
   private fill = 0;
+  /** Where each block starts in its view (an address O_DIRECT accepts), as the worker found. */
+  private offsets: number[] = [];
   /** Device offset of the block being filled. */
   private position = 0;
   private failure: Error | null = null;
@@ -157,7 +156,10 @@ export class BlockSink {
   }
 
   private onMessage(m: FromWorker): void {
-    if (m.type === 'ready') this.direct = m.direct;
+    if (m.type === 'ready') {
+      this.offsets = m.offsets;
+      this.direct = m.direct;
+    }
     else if (m.type === 'written') {
       this.outstanding--;
       this.free.push(m.slot);
@@ -211,7 +213,12 @@ export class BlockSink {
     let offset = 0;
     while (offset < chunk.length) {
       // The views are longer than a block (alignment slack): stop at the block's end.
-      const n = chunk.copy(this.views[this.current]!, this.fill, offset, Math.min(chunk.length, offset + this.blockSize - this.fill));
+      const n = chunk.copy(
+        this.views[this.current]!,
+        this.offsets[this.current]! + this.fill,
+        offset,
+        Math.min(chunk.length, offset + this.blockSize - this.fill),
+      );
       this.fill += n;
       offset += n;
       if (this.fill === this.blockSize) await this.dispatch();
