@@ -168,6 +168,11 @@ export async function scanBlockDevices(options: ScanOptions = {}): Promise<ScanR
       skipped.push({ name, reason: 'optical drive' });
       continue;
     }
+    // A path of a multipathed NVMe namespace (`nvme0c0n1`): the namespace itself is listed too.
+    if ((await attribute(join(dir, 'hidden'))) === '1') {
+      skipped.push({ name, reason: 'hidden (NVMe multipath path)' });
+      continue;
+    }
     const sectors = Number(await attribute(join(dir, 'size')));
     if (!Number.isSafeInteger(sectors) || sectors <= 0) {
       skipped.push({ name, reason: 'empty (size 0)' });

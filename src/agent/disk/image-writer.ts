@@ -263,7 +263,12 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
         }
         throw new ImageDownloadError(url.href, reason);
       }
-      const length = response.headers['content-length'] === undefined ? null : Number(response.headers['content-length']);
+      const lengthHeader = response.headers['content-length'];
+      const length = lengthHeader === undefined ? null : Number(lengthHeader);
+      if (length !== null && !(Number.isSafeInteger(length) && length >= 0)) {
+        response.resume();
+        throw new ImageDownloadError(url.href, `invalid Content-Length ${JSON.stringify(lengthHeader)}`);
+      }
       if (status === 206) {
         const range = parseContentRange(response.headers['content-range']);
         if (!resume || range === null || range.start !== received) {

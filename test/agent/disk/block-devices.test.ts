@@ -95,6 +95,7 @@ async function mixedMachine(): Promise<void> {
   await disk('zram0', { size: sectors(8 * GIB), ro: '0' });
   await disk('dm-0', { size: sectors(8 * GIB), ro: '0' });
   await disk('fd0', { size: '8', ro: '0' });
+  await disk('nvme0c0n1', { size: sectors(500 * GIB), hidden: '1', ro: '0' });
 }
 
 describe('block devices from sysfs', () => {
@@ -134,13 +135,14 @@ describe('block devices from sysfs', () => {
     expect(devices[2]).toMatchObject({ name: '/dev/sdc', removable: true, vendor: 'SanDisk', hctl: '6:0:0:0' });
   });
 
-  it('leaves out read-only, empty, RAM, zram, loop, optical, floppy and device-mapper devices, saying why', async () => {
+  it('leaves out read-only, empty, hidden, RAM, zram, loop, optical, floppy and device-mapper devices, saying why', async () => {
     await mixedMachine();
     const { skipped } = await scanBlockDevices({ sysRoot: sys, devRoot: dev });
     expect(Object.fromEntries(skipped.map((s) => [s.name, s.reason]))).toEqual({
       '/dev/dm-0': 'device-mapper volume',
       '/dev/fd0': 'floppy',
       '/dev/loop0': 'loop device',
+      '/dev/nvme0c0n1': 'hidden (NVMe multipath path)',
       '/dev/ram0': 'RAM disk',
       '/dev/sdb': 'read-only',
       '/dev/sdd': 'empty (size 0)',
