@@ -1,0 +1,9 @@
+/**
+ * The deploy agent's disk side: which disks exist (sysfs), which one gets the image (Ironic's root
+ * device hints), streaming the image onto it, and reading back its partition table.
+ */
+export * from './block-devices.js';
+export * from './errors.js';
+export * from './image-writer.js';
+export * from './partition-table.js';
+export * from './root-device-hints.js';
