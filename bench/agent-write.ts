@@ -20,29 +20,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeImage } from '../src/agent/disk/image-writer.js';
+import { benchArgs, median, round } from './bench-args.js';
 
-const args = process.argv.slice(2);
-const asJson = args.includes('--json');
+const { asJson, option, say } = benchArgs();
 const RUNS = Number(option('--runs') ?? 5);
 const MIB = Number(option('--mib') ?? 256);
 
-function option(name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-}
-
-function say(line: string): void {
-  if (!asJson) console.log(line);
-  else console.error(line);
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
-const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
 
 /** A static file server in its own process; resolves with its URL once it listens. */
 async function startServer(file: string): Promise<{ url: string; stop: () => void }> {

@@ -24,32 +24,15 @@ import { join } from 'node:path';
 import { startTftpServer } from '../src/boot/tftp/index.js';
 import { fetchCommand, run, startTftpdHpa, tftpdHpaPath, timedFetch } from './tftp-peers.js';
 import type { Fetch } from './tftp-peers.js';
+import { benchArgs, median, round } from './bench-args.js';
 
-const args = process.argv.slice(2);
-const asJson = args.includes('--json');
+const { asJson, option, say } = benchArgs();
 const RUNS = Number(option('--runs') ?? 5);
 const MIB = Number(option('--mib') ?? 64);
 const CONCURRENT = 100;
 const BLKSIZE = 1468;
 const WINDOWSIZE = 16;
 
-function option(name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-}
-
-function say(line: string): void {
-  if (!asJson) console.log(line);
-  else console.error(line);
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
-const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
 
 interface Case {
   id: string;
