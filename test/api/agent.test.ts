@@ -12,15 +12,11 @@ import { Writable } from 'node:stream';
 import bcrypt from 'bcryptjs';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildApi } from '../../src/api/server.js';
-import { registerConductor } from '../../src/cluster/membership.js';
-import { TaskTracker } from '../../src/cluster/task.js';
 import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
-import { NodeOperations } from '../../src/conductor/node-operations.js';
-import { callRpc } from '../../src/conductor/rpc.js';
-import { createDriverRegistry } from '../../src/drivers/index.js';
+import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
+import { startInProcessApi } from '../helpers/in-process-api.js';
 
 const engines = await testEngines();
 const LATEST = { 'x-openstack-ironic-api-version': 'latest' };
@@ -38,11 +34,10 @@ describe.each(engines)('agent lookup and heartbeat on %s', (engine) => {
   let app: FastifyInstance;
   let ops: NodeOperations;
   let dir: string;
-  const calls: string[] = [];
+  let calls: string[] = [];
   const logs: string[] = [];
 
   beforeEach(async () => {
-    calls.length = 0;
     logs.length = 0;
     dir = mkdtempSync(path.join(tmpdir(), 'ironring-agent-'));
     const htpasswd = path.join(dir, 'htpasswd');
@@ -51,16 +46,7 @@ describe.each(engines)('agent lookup and heartbeat on %s', (engine) => {
     const sink = new Writable({ write: (chunk: Buffer, _enc, done) => { logs.push(chunk.toString()); done(); } });
     const logger = createLogger({ level: 'debug', pretty: false, destination: sink });
     const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth', IRONRING_AUTH_STRATEGY: 'http_basic', IRONRING_HTTP_BASIC_AUTH_USER_FILE: htpasswd } }).config;
-    await registerConductor(db.store, { hostname: 'aio', group: '', drivers: ['fake-hardware'], rpcUrl: 'http://127.0.0.1:9' }, 60);
-    ops = new NodeOperations({ store: db.store, host: 'aio', tracker: new TaskTracker(), drivers: createDriverRegistry(), logger, retry: { attempts: 1, intervalMs: 10 } });
-    const local = {
-      hostname: 'aio',
-      call: (method: 'GET' | 'POST', action: string, uuid: string, body: unknown) => {
-        calls.push(`${method} ${action}`);
-        return callRpc(ops, method, action, uuid, body);
-      },
-    };
-    app = buildApi({ store: db.store, config, logger, localConductor: () => local });
+    ({ app, ops, calls } = await startInProcessApi(db.store, config, logger));
   });
   afterEach(async () => {
     await Promise.allSettled([...ops.running]);

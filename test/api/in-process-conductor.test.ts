@@ -4,15 +4,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildApi } from '../../src/api/server.js';
-import { registerConductor } from '../../src/cluster/membership.js';
-import { TaskTracker } from '../../src/cluster/task.js';
 import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
-import { NodeOperations } from '../../src/conductor/node-operations.js';
-import { callRpc } from '../../src/conductor/rpc.js';
-import { createDriverRegistry } from '../../src/drivers/index.js';
+import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
+import { startInProcessApi } from '../helpers/in-process-api.js';
 
 const engines = await testEngines();
 const LATEST = { 'x-openstack-ironic-api-version': 'latest' };
@@ -21,23 +17,13 @@ describe.each(engines)('API and conductor in one process on %s', (engine) => {
   const db = useMigratedDatabase(engine);
   let app: FastifyInstance;
   let ops: NodeOperations;
-  const calls: string[] = [];
+  let calls: string[] = [];
 
   beforeEach(async () => {
-    calls.length = 0;
     const logger = createLogger({ level: 'silent', pretty: false });
     const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
     // Its published RPC address answers nothing: only the in-process path can work.
-    await registerConductor(db.store, { hostname: 'aio', group: '', drivers: ['fake-hardware'], rpcUrl: 'http://127.0.0.1:9' }, 60);
-    ops = new NodeOperations({ store: db.store, host: 'aio', tracker: new TaskTracker(), drivers: createDriverRegistry(), logger, retry: { attempts: 1, intervalMs: 10 } });
-    const local = {
-      hostname: 'aio',
-      call: (method: 'GET' | 'POST', action: string, uuid: string, body: unknown) => {
-        calls.push(`${method} ${action}`);
-        return callRpc(ops, method, action, uuid, body);
-      },
-    };
-    app = buildApi({ store: db.store, config, logger, localConductor: () => local });
+    ({ app, ops, calls } = await startInProcessApi(db.store, config, logger));
   });
   afterEach(async () => {
     // Power actions finish in the background: let them end before the database goes.
