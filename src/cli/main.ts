@@ -6,6 +6,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { IronringError, asError } from '../common/errors.js';
+import { agentCommand } from './commands/agent.js';
 import { apiCommand } from './commands/api.js';
 import { computeCommand } from './commands/compute.js';
 import { conductorCommand } from './commands/conductor.js';
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   program.addCommand(manageCommand());
   program.addCommand(configCommand());
   program.addCommand(apiCommand());
+  program.addCommand(agentCommand());
   program.addCommand(conductorCommand());
   program.addCommand(nodeCommand());
   program.addCommand(portCommand());

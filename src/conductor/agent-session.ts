@@ -13,16 +13,19 @@ import { acquireTask, withTask } from '../cluster/task.js';
 import type { AcquireOptions, NodePatch, NodeTask } from '../cluster/task.js';
 import { InvalidParameter, NotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
-import type { AgentContact, DriverTask } from '../drivers/index.js';
+import type { AgentContact, AgentProgress, DriverTask } from '../drivers/index.js';
 import type { NodeRow } from '../nodes/node-store.js';
-import { expectsAgent } from '../nodes/state-machine.js';
+import { expectsAgent, transition } from '../nodes/state-machine.js';
+import type { ProvisionStatus } from '../nodes/state-machine.js';
+import type { ProvisionState, StableState } from '../nodes/states.js';
 
 /**
  * The `driver_internal_info` keys of an agent session that end with it, as Ironic's
- * `wipe_token_and_url` drops them: the next agent says its URL afresh. `agent_version` and
- * `agent_last_heartbeat` stay, as in Ironic (fast-track reads the last heartbeat).
+ * `wipe_token_and_url` drops them: the next agent says its URL afresh; and where the session's
+ * deploy was (`direct_deploy`, `deploy_step`), so the next deploy starts from the beginning.
+ * `agent_version` and `agent_last_heartbeat` stay, as in Ironic (fast-track reads the last heartbeat).
  */
-export const AGENT_SESSION_KEYS = ['agent_url', 'agent_verify_ca'] as const;
+export const AGENT_SESSION_KEYS = ['agent_url', 'agent_verify_ca', 'direct_deploy', 'deploy_step'] as const;
 
 /** Ironic's refusal of a heartbeat whose token is wrong or absent (400, as its InvalidParameterValue). */
 export const INVALID_AGENT_TOKEN = 'Invalid or missing agent token received.';
@@ -51,6 +54,11 @@ export interface AgentSessionDeps {
   lockOptions: (purpose: string) => AcquireOptions;
   /** The driver's view of a locked node, for the deploy interface's heartbeat hook. */
   driverTask: (task: NodeTask) => Promise<DriverTask>;
+  /**
+   * Goes on with a node a heartbeat moved back to a working state (`deploying`), in the
+   * background; takes the task's lock over and releases it when done.
+   */
+  resume: (task: NodeTask) => void;
 }
 
 /**
@@ -84,13 +92,18 @@ export interface HeartbeatRecord {
  * Records a heartbeat: checks the token (400 `INVALID_AGENT_TOKEN` when wrong, before any lock),
  * then under the node's lock checks it again, refuses a callback URL other than the one recorded
  * (an agent's URL does not change within its session, as Ironic refuses it), writes `agent_url`,
- * `agent_version` and `agent_last_heartbeat` (the database clock) into `driver_internal_info`, and
- * hands the heartbeat to the deploy interface (`DeployInterface.heartbeat`). Changes no state.
+ * `agent_version` and `agent_last_heartbeat` (the database clock) into `driver_internal_info`.
+ * A node in `wait call-back` then hands the heartbeat to its deploy interface
+ * (`DeployInterface.heartbeat`) and the conductor writes what that moved: merged
+ * `driver_internal_info`, `deploy failed` with `last_error`, or back to `deploying`, whose work
+ * `deps.resume` takes over with the lock still held (it releases it).
  */
 export async function recordHeartbeat(deps: AgentSessionDeps, uuid: string, heartbeat: HeartbeatRecord): Promise<void> {
   const read = await acquireTask(deps.store, uuid, { host: '', shared: true });
   if (!agentTokenMatches(heartbeat.tokenHash, read.node.agent_token_hash)) throw new InvalidParameter(INVALID_AGENT_TOKEN);
-  await withTask(deps.store, uuid, deps.lockOptions('heartbeat'), async (task) => {
+  const task = await acquireTask(deps.store, uuid, deps.lockOptions('heartbeat'));
+  let handedOver = false;
+  try {
     // The token may have been wiped or replaced between the read and the lock.
     if (!agentTokenMatches(heartbeat.tokenHash, task.node.agent_token_hash)) throw new InvalidParameter(INVALID_AGENT_TOKEN);
     const internal = task.node.driver_internal_info;
@@ -102,8 +115,36 @@ export async function recordHeartbeat(deps: AgentSessionDeps, uuid: string, hear
     await task.update({
       driver_internal_info: { ...internal, agent_url: heartbeat.callbackUrl, agent_version: heartbeat.agentVersion, agent_last_heartbeat: now.toISOString() },
     });
+    if (task.node.provision_state !== 'wait call-back') return;
     const driverTask = await deps.driverTask(task);
     const contact: AgentContact = { url: heartbeat.callbackUrl, version: heartbeat.agentVersion };
-    await driverTask.driver.deploy.heartbeat(driverTask, contact);
-  });
+    const progress = await driverTask.driver.deploy.heartbeat(driverTask, contact);
+    handedOver = await applyProgress(deps, task, progress);
+  } finally {
+    if (!handedOver) await task.release();
+  }
+}
+
+/** Writes what a deploy heartbeat moved; true when the task went to `deps.resume`. */
+async function applyProgress(deps: AgentSessionDeps, task: NodeTask, progress: AgentProgress): Promise<boolean> {
+  const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
+  const internal = progress.kind === 'fail' || progress.internal === undefined ? undefined : { ...task.node.driver_internal_info, ...progress.internal };
+  switch (progress.kind) {
+    case 'wait':
+      if (internal !== undefined) await task.update({ driver_internal_info: internal });
+      return false;
+    case 'fail': {
+      const next = transition(status, 'fail');
+      await task.update(withAgentSession(task.node, { provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: progress.error }));
+      await task.recordHistory({ eventType: 'provisioning', severity: 'ERROR', event: `${status.state} → ${next.state}: ${progress.error}` });
+      return false;
+    }
+    case 'resume': {
+      const next = transition(status, 'resume');
+      await task.update({ ...(internal !== undefined ? { driver_internal_info: internal } : {}), provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date() });
+      await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `${status.state} → ${next.state}: the agent finished its part` });
+      deps.resume(task);
+      return true;
+    }
+  }
 }

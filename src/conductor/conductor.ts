@@ -174,6 +174,8 @@ export class Conductor {
       this.deps.drivers ??
       createDriverRegistry({
         bootEnvironment: boot.environment,
+        agentApiUrl: config.deploy.agent_api_url || config.api.public_endpoint || null,
+        agentClient: { timeoutSeconds: config.agent.command_timeout, attempts: config.agent.max_command_attempts },
         // Without an HTTP boot URL (no HTTP boot server here and no [deploy] http_url), iPXE cannot
         // fetch its configs: PXE is the default then.
         ...(boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),

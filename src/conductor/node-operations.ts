@@ -132,7 +132,7 @@ export class NodeOperations {
   }
 
   private async driverTask(task: NodeTask) {
-    return this.deps.drivers.bind({ node: task.node, ports: await this.ports(task.node.id), logger: this.deps.logger.child({ node: task.node.uuid }) });
+    return this.deps.drivers.bind({ node: task.node, ports: await this.ports(task.node.id), logger: this.deps.logger.child({ node: task.node.uuid }), agentToken: task.node.agent_token_hash });
   }
 
   /** Applies a JSON Patch; returns the updated node. */
@@ -456,7 +456,12 @@ export class NodeOperations {
 
   private agentSession(): AgentSessionDeps {
     const { store, host, tracker, retry } = this.deps;
-    return { store, lockOptions: (purpose) => ({ host, tracker, purpose, retry }), driverTask: (task) => this.driverTask(task) };
+    return {
+      store,
+      lockOptions: (purpose) => ({ host, tracker, purpose, retry }),
+      driverTask: (task) => this.driverTask(task),
+      resume: (task) => this.background(task, () => this.drive(task)),
+    };
   }
 
   /**

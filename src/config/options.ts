@@ -470,6 +470,24 @@ export const OPTIONS = {
       default: '',
       description: 'Base URL nodes use to reach http_root; empty: derived from http_address and this host.',
     },
+    agent_api_url: {
+      type: { kind: 'string', pattern: /^(https?:\/\/[^\s/?#@]+(\/[^\s?#]*)?)?$/, describe: 'an http(s):// URL without credentials, query or fragment' },
+      default: '',
+      description:
+        "URL of the API the deploy agent looks up and heartbeats to, given to it as the kernel parameter ipa-api-url (Ironic derives it from its service catalog); empty: [api] public_endpoint. With neither, the direct deploy interface refuses to deploy.",
+    },
+  },
+  agent: {
+    command_timeout: {
+      type: { kind: 'integer', min: 1, max: 3600 },
+      default: 60,
+      description: "Seconds the conductor waits for one answer of a node's deploy agent (Ironic's [agent] command_timeout).",
+    },
+    max_command_attempts: {
+      type: { kind: 'integer', min: 1, max: 20 },
+      default: 3,
+      description: "Attempts to reach a node's deploy agent when the connection fails (Ironic's [agent] max_command_attempts).",
+    },
   },
   dnsmasq: {
     dhcp_hostsdir: {

@@ -23,6 +23,9 @@ import type { PowerPollOptions } from './ipmi/ipmitool-power.js';
 import type { BootEnvironmentPort } from './pxe/boot-environment-port.js';
 import { PxeBoot } from './pxe/pxe-boot.js';
 import { RamdiskDeploy } from './ramdisk/ramdisk-deploy.js';
+import { DirectDeploy } from './direct/direct-deploy.js';
+import { AgentClient } from '../agent/agent-client.js';
+import type { AgentClientOptions } from '../agent/agent-client.js';
 import { DriverRegistry } from './registry.js';
 import type { DriverRegistryOptions } from './registry.js';
 
@@ -39,6 +42,10 @@ export interface BuiltinDriverOptions extends Pick<DriverRegistryOptions, 'enabl
   ipmitool?: IpmitoolOptions;
   /** Power-state polling after a change. */
   powerPoll?: PowerPollOptions;
+  /** The API URL deploy agents reach (`[deploy] agent_api_url`); without one the direct deploy refuses. */
+  agentApiUrl?: string | null;
+  /** Talking to deploy agents (`[agent]`): timeout and attempts. */
+  agentClient?: AgentClientOptions;
   /** The fake machines; pass one to inspect them from a test. Default a fresh one. */
   fakeState?: FakeHardwareState;
 }
@@ -59,7 +66,11 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
     hardwareTypes: [FAKE_HARDWARE, IPMI_HARDWARE],
     implementations: {
       boot,
-      deploy: { fake: new FakeDeploy(fake), ramdisk: new RamdiskDeploy() },
+      deploy: {
+        fake: new FakeDeploy(fake),
+        ramdisk: new RamdiskDeploy(),
+        direct: new DirectDeploy({ apiUrl: () => options.agentApiUrl ?? null, client: new AgentClient(options.agentClient) }),
+      },
       inspect: { 'no-inspect': new NoInspect(), fake: new FakeInspect(fake) },
       management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },
       power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },

@@ -17,6 +17,20 @@ export interface AgentContact {
   version: string;
 }
 
+/**
+ * What a heartbeat moved, as the deploy interface reports it to the conductor, which writes it:
+ * - `wait` — the agent is still at work (or was just given work); `internal` keys, if any, are
+ *   merged into `driver_internal_info` (the command in flight, the deploy step shown);
+ * - `resume` — the agent's part is done: the node goes back to `deploying` and the conductor calls
+ *   `deploy` again, in the background, to finish (the interface reads from `driver_internal_info`
+ *   where it is);
+ * - `fail` — the deploy failed: `deploy failed` with `error` as `last_error`.
+ */
+export type AgentProgress =
+  | { kind: 'wait'; internal?: Readonly<Record<string, unknown>> }
+  | { kind: 'resume'; internal?: Readonly<Record<string, unknown>> }
+  | { kind: 'fail'; error: string };
+
 /** May offer clean steps (`CleanStepSource`): the fake deploy does, the ramdisk deploy offers none. */
 export interface DeployInterface extends CleanStepSource {
   /**
@@ -38,11 +52,11 @@ export interface DeployInterface extends CleanStepSource {
    */
   takeOver(task: DriverTask): Promise<void>;
   /**
-   * Called by the node's owner, under the node's lock, after it recorded a heartbeat of the node's
-   * agent (token checked, `agent_url` written): where an agent-driven deploy (`direct`) continues
-   * its work — asks the agent how its command went, sends the next one. Interfaces that drive no
-   * agent do nothing. It must return soon (the agent's heartbeat waits for it): long work goes to
-   * the background.
+   * Called by the node's owner, under the node's lock, after it recorded a heartbeat of the agent
+   * of a node in `wait call-back` (token checked, `agent_url` written): where an agent-driven
+   * deploy (`direct`) continues its work — asks the agent how its command went, sends the next
+   * one — and says what that moved. Interfaces that drive no agent answer `wait`. It must return
+   * soon (the agent's heartbeat waits for it): long work is the agent's, or `resume`'s.
    */
-  heartbeat(task: DriverTask, agent: AgentContact): Promise<void>;
+  heartbeat(task: DriverTask, agent: AgentContact): Promise<AgentProgress>;
 }

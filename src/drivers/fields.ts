@@ -124,6 +124,15 @@ const RAMDISK_DEPLOY_FIELDS: readonly DriverField[] = [
   { bag: 'instance_info', key: 'ramdisk_checksum', requiredFor: 'validate and deploy', description: 'Checksum of `ramdisk`.' },
 ];
 
+const DIRECT_DEPLOY_FIELDS: readonly DriverField[] = [
+  { bag: 'instance_info', key: 'image_source', requiredFor: 'validate and deploy', description: 'The whole-disk image the agent writes: an `http://` or `https://` URL the node can reach, without credentials (ironring has no image service).' },
+  { bag: 'instance_info', key: 'image_os_hash_algo', requiredFor: 'validate and deploy', description: '`sha256`, `sha384` or `sha512`: the digest the agent verifies the written image against. The legacy `image_checksum` (sha256/sha384/sha512 hex, optionally `<algo>:`) is read when both `image_os_hash_*` are unset; md5 is refused.' },
+  { bag: 'instance_info', key: 'image_os_hash_value', requiredFor: 'validate and deploy', description: 'The image\'s digest in hex.' },
+  { bag: 'instance_info', key: 'image_disk_format', description: '`raw` (the default and, so far, the only format; the agent also refuses an image whose first bytes say qcow2, vmdk, vhdx or vdi).' },
+  { bag: 'instance_info', key: 'root_device', description: 'Root device hints choosing the disk (see docs/deploy.md). Default `properties.root_device`.' },
+  { bag: 'properties', key: 'root_device', description: 'Root device hints when `instance_info.root_device` is unset. Default: the smallest disk of at least 4 GiB.' },
+];
+
 /**
  * The keys each interface implementation reads from `driver_info`, `instance_info` and `properties`,
  * by `<interface type>/<implementation>`. The readers above are what enforce them; this list is what
@@ -137,4 +146,5 @@ export const INTERFACE_FIELDS: Readonly<Record<string, readonly DriverField[]>> 
   'boot/pxe': NETWORK_BOOT_FIELDS,
   'boot/ipxe': NETWORK_BOOT_FIELDS,
   'deploy/ramdisk': RAMDISK_DEPLOY_FIELDS,
+  'deploy/direct': DIRECT_DEPLOY_FIELDS,
 };

@@ -5,7 +5,7 @@
  * calls `task.driver.<interface>.<method>(task)`.
  */
 export type { BootInterface } from './boot.js';
-export type { AgentContact, DeployInterface, DeployOutcome } from './deploy.js';
+export type { AgentContact, AgentProgress, DeployInterface, DeployOutcome } from './deploy.js';
 export { DEPLOY_OUTCOMES } from './deploy.js';
 export type { BootDevice, BootDeviceState, ManagementInterface } from './management.js';
 export { BOOT_DEVICES } from './management.js';

@@ -60,6 +60,8 @@ export interface BindInput {
   ports: readonly DriverPort[];
   logger: DriverLogger;
   signal?: AbortSignal;
+  /** The node's agent credential (`DriverTask.agentToken`). */
+  agentToken?: string | null;
 }
 
 export class DriverRegistry {
@@ -154,6 +156,7 @@ export class DriverRegistry {
       driver: this.interfacesFor(input.node),
       logger: input.logger,
       ...(input.signal !== undefined ? { signal: input.signal } : {}),
+      ...(input.agentToken !== undefined ? { agentToken: input.agentToken } : {}),
     };
     return task;
   }

@@ -15,6 +15,8 @@ export interface DriverNode {
   driver_info: Readonly<Record<string, unknown>>;
   /** Instance images and settings, e.g. `kernel`, `ramdisk` for the ramdisk deploy. */
   instance_info: Readonly<Record<string, unknown>>;
+  /** What the conductor keeps about the node's work (the agent's URL, where a deploy is). */
+  driver_internal_info?: Readonly<Record<string, unknown>>;
   /** Hardware properties; `capabilities` may carry `boot_mode:uefi`. */
   properties: Readonly<Record<string, unknown>>;
   /** Ironic provision state, e.g. `active`; lets take-over choose what to rebuild. */
@@ -44,6 +46,11 @@ export interface DriverTask {
   /** The node's composed interfaces, so one interface can call another (deploy → boot, power). */
   readonly driver: NodeDriver;
   readonly logger: DriverLogger;
+  /**
+   * The credential the node's agent accepts from its conductor (the digest of the node's agent
+   * token, `src/agent/agent-client.ts`); null or absent outside an agent session.
+   */
+  readonly agentToken?: string | null;
   /** Aborted when the conductor gives up on the task (stop, lock lost); long waits end early. */
   readonly signal?: AbortSignal;
 }

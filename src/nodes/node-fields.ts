@@ -39,9 +39,9 @@ const interfaceInput: FieldInput = { schema: Type.Union([Type.String(), Type.Nul
 /** A field ironring does not model yet, shown with the value Ironic shows for it (a fresh one each time). */
 const fixed = (since: readonly [number, number], make: () => unknown): NodeField => ({ since, view: () => make(), reads: [] });
 
-/** `driver_internal_info.clean_step` when it is an object, else {} (Ironic's value when no step runs). */
-function cleanStepOf(info: Readonly<Record<string, unknown>>): unknown {
-  const step = info.clean_step;
+/** `driver_internal_info.clean_step` (or `deploy_step`) when it is an object, else {} (Ironic's value when no step runs). */
+function stepOf(info: Readonly<Record<string, unknown>>, key: 'clean_step' | 'deploy_step'): unknown {
+  const step = info[key];
   return typeof step === 'object' && step !== null && !Array.isArray(step) ? step : {};
 }
 
@@ -91,7 +91,7 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   inspection_started_at: fixed([1, 6], () => null),
   inspection_finished_at: fixed([1, 6], () => null),
   // The step a clean is running now ({} otherwise), which the conductor keeps in driver_internal_info.
-  clean_step: { since: [1, 7], view: (n) => cleanStepOf(n.driver_internal_info), reads: ['driver_internal_info'] },
+  clean_step: { since: [1, 7], view: (n) => stepOf(n.driver_internal_info, 'clean_step'), reads: ['driver_internal_info'] },
   raid_config: fixed([1, 12], () => ({})),
   target_raid_config: fixed([1, 12], () => ({})),
   network_interface: { since: [1, 20], column: 'network_interface', input: interfaceInput },
@@ -108,6 +108,8 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   vendor_interface: { since: [1, 31], column: 'vendor_interface', input: interfaceInput },
   rescue_interface: { since: [1, 38], column: 'rescue_interface', input: interfaceInput },
   fault: fixed([1, 42], () => null),
+  // The deploy step running now ({} otherwise), kept in driver_internal_info like clean_step.
+  deploy_step: { since: [1, 44], view: (n) => stepOf(n.driver_internal_info, 'deploy_step'), reads: ['driver_internal_info'] },
   conductor_group: {
     since: [1, 46], column: 'conductor_group',
     input: {

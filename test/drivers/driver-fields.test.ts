@@ -33,7 +33,15 @@ function fullBags(): Record<Bag, Record<string, unknown>> {
       ipmi_priv_level: 'ADMINISTRATOR',
       ipmi_cipher_suite: 3,
     },
-    instance_info: { ...INSTANCE_IMAGES, kernel_append_params: 'quiet', deploy_boot_mode: 'uefi' },
+    instance_info: {
+      ...INSTANCE_IMAGES,
+      kernel_append_params: 'quiet',
+      deploy_boot_mode: 'uefi',
+      image_source: 'http://images.example/disk.raw',
+      image_os_hash_algo: 'sha256',
+      image_os_hash_value: 'ab'.repeat(32),
+      image_disk_format: 'raw',
+    },
     properties: { capabilities: 'boot_mode:uefi' },
   };
 }
@@ -53,7 +61,7 @@ async function exercise(type: ImplementedInterfaceType, name: string, bags: Reco
   // The other interfaces stay fake (they read nothing), so only `name`'s reads are recorded.
   const node = makeNode({ driver, [`${type}_interface`]: name, boot_interface: type === 'boot' ? name : 'fake', driver_info: watch('driver_info'), instance_info: watch('instance_info'), properties: watch('properties') } as Partial<DriverNode>);
   if (driver === 'ipmi') Object.assign(node, { boot_interface: 'pxe', deploy_interface: 'ramdisk', power_interface: 'ipmitool', management_interface: 'ipmitool' });
-  const registry = createDriverRegistry({ bootEnvironment: new RecordingBootEnvironment() });
+  const registry = createDriverRegistry({ bootEnvironment: new RecordingBootEnvironment(), agentApiUrl: 'http://api.example:6385' });
   const task = makeTask(registry, node);
   if (type === 'boot') {
     await task.driver.boot.validate(task);

@@ -83,7 +83,7 @@ describe('driver registry', () => {
     const driver = registry.interfacesFor({ driver: 'ipmi', boot_interface: 'pxe' });
     expect(driver.names.boot).toBe('pxe');
     expect(driver.hardwareType).toBe('ipmi');
-    expect(() => registry.interfacesFor({ driver: 'ipmi', deploy_interface: 'direct' })).toThrow('valid deploy interfaces: ramdisk');
+    expect(() => registry.interfacesFor({ driver: 'ipmi', deploy_interface: 'fake' })).toThrow('valid deploy interfaces: ramdisk, direct');
   });
 
   it('binds a task carrying the node, ports and composed driver', () => {

@@ -13,6 +13,7 @@ import { NodeOperations } from '../../src/conductor/node-operations.js';
 import { callRpc } from '../../src/conductor/rpc.js';
 import type { Store } from '../../src/db/connect.js';
 import { createDriverRegistry } from '../../src/drivers/index.js';
+import type { DriverRegistry } from '../../src/drivers/index.js';
 
 export interface InProcessApi {
   app: FastifyInstance;
@@ -22,9 +23,9 @@ export interface InProcessApi {
   close(): Promise<void>;
 }
 
-export async function startInProcessApi(store: Store, config: LoadedConfig['config'], logger: Logger): Promise<InProcessApi> {
+export async function startInProcessApi(store: Store, config: LoadedConfig['config'], logger: Logger, drivers: DriverRegistry = createDriverRegistry()): Promise<InProcessApi> {
   await registerConductor(store, { hostname: 'aio', group: '', drivers: ['fake-hardware'], rpcUrl: 'http://127.0.0.1:9' }, 60);
-  const ops = new NodeOperations({ store, host: 'aio', tracker: new TaskTracker(), drivers: createDriverRegistry(), logger, retry: { attempts: 1, intervalMs: 10 } });
+  const ops = new NodeOperations({ store, host: 'aio', tracker: new TaskTracker(), drivers, logger, retry: { attempts: 1, intervalMs: 10 } });
   const calls: string[] = [];
   const local = {
     hostname: 'aio',

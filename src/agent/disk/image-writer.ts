@@ -72,6 +72,8 @@ export interface WriteImageOptions {
   sysRoot?: string;
   /** Extra CA certificates (PEM) for https image servers. */
   ca?: string | Buffer;
+  /** Refuse an image whose first sector holds no partition table (the agent's deploys). Default false. */
+  wholeDisk?: boolean;
 }
 
 export interface WriteImageResult {
@@ -119,6 +121,34 @@ function checkUrl(url: string): URL {
     throw new InvalidImageInfo(`image URL ${url} is not http:// or https://`);
   }
   return parsed;
+}
+
+/**
+ * The magic numbers of the virtual-disk formats an image server may hand out under a raw image's
+ * name. Written as they are, they leave a disk that boots nothing while the deploy "succeeds"
+ * (the checksum matches the file), so the first bytes are checked before anything is written.
+ */
+const NOT_RAW: ReadonlyArray<readonly [string, Buffer]> = [
+  ['qcow2', Buffer.from('QFI\xfb', 'latin1')],
+  ['vmdk', Buffer.from('KDMV', 'latin1')],
+  ['vhdx', Buffer.from('vhdxfile', 'latin1')],
+  ['vdi', Buffer.from('<<< ', 'latin1')],
+];
+
+/**
+ * Refuses (before the first write) an image whose first bytes say it is not a raw disk image, and,
+ * with `wholeDisk`, one whose first sector has no partition table (MBR or GPT's protective MBR
+ * both end it with 55 AA): a partition image written to a whole disk boots nothing.
+ */
+function checkRaw(url: string, first: Buffer, wholeDisk: boolean): void {
+  for (const [format, magic] of NOT_RAW) {
+    if (first.length >= magic.length && first.subarray(0, magic.length).equals(magic)) {
+      throw new InvalidImageInfo(`the image at ${url} is a ${format} image, not a raw disk image; convert it (qemu-img convert -O raw)`);
+    }
+  }
+  if (wholeDisk && first.length >= 512 && !(first[510] === 0x55 && first[511] === 0xaa)) {
+    throw new InvalidImageInfo(`the image at ${url} has no partition table in its first sector, so it is no whole-disk image (partition images are not supported)`);
+  }
 }
 
 /** Capacity of the target: `stat` size for a file, sysfs sector count for a block device. */
@@ -296,6 +326,7 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
       const end = status === 206 ? (total ?? (length === null ? null : received + length)) : length;
       try {
         for await (const chunk of response as AsyncIterable<Buffer>) {
+          if (received === 0) checkRaw(url.href, chunk, options.wholeDisk ?? false);
           received += chunk.length;
           if (received > capacity) throw new DeviceTooSmall(options.device, capacity, received);
           await onDevice(() => active.push(chunk));
@@ -304,7 +335,7 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
           throw new Transient(`connection closed after ${received} of ${end ?? 'unknown'} bytes`);
         }
       } catch (error) {
-        if (error instanceof DeviceTooSmall || error instanceof ImageWriteError || options.signal?.aborted) throw error;
+        if (error instanceof DeviceTooSmall || error instanceof ImageWriteError || error instanceof InvalidImageInfo || options.signal?.aborted) throw error;
         lastError = error instanceof Error ? error : new Error(String(error));
         continue;
       }

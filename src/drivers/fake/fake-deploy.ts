@@ -7,7 +7,7 @@
  * fake machine that they ran. Succeeding without hardware is what the fake interfaces are for.
  */
 import type { CleanStep, CleanStepRequest } from '../clean-steps.js';
-import type { DeployInterface, DeployOutcome } from '../deploy.js';
+import type { AgentProgress, DeployInterface, DeployOutcome } from '../deploy.js';
 import type { DriverTask } from '../task.js';
 import type { FakeHardwareState } from './fake-state.js';
 
@@ -52,5 +52,7 @@ export class FakeDeploy implements DeployInterface {
   }
 
   /** The fake deploy completes at once and drives no agent: a heartbeat has nothing to continue. */
-  async heartbeat(): Promise<void> {}
+  async heartbeat(): Promise<AgentProgress> {
+    return { kind: 'wait' };
+  }
 }

@@ -15,7 +15,7 @@ export const FAKE_HARDWARE: HardwareType = {
   supported: {
     boot: ['fake', 'pxe', 'ipxe'],
     console: ['no-console', 'fake'],
-    deploy: ['fake', 'ramdisk'],
+    deploy: ['fake', 'ramdisk', 'direct'],
     inspect: ['no-inspect', 'fake'],
     management: ['fake'],
     network: ['noop'],

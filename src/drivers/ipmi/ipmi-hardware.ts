@@ -7,7 +7,7 @@ export const IPMI_HARDWARE: HardwareType = {
   supported: {
     boot: ['ipxe', 'pxe'],
     console: ['no-console'],
-    deploy: ['ramdisk'],
+    deploy: ['ramdisk', 'direct'],
     inspect: ['no-inspect'],
     management: ['ipmitool'],
     network: ['noop'],

@@ -5,7 +5,7 @@
  * conductor's boot files matter for the node's whole life: `takeOver` rebuilds them on a new owner.
  */
 import { bootNeed } from '../../nodes/state-machine.js';
-import type { DeployInterface, DeployOutcome } from '../deploy.js';
+import type { AgentProgress, DeployInterface, DeployOutcome } from '../deploy.js';
 import { instanceImages } from '../pxe/pxe-boot.js';
 import type { DriverTask } from '../task.js';
 
@@ -58,5 +58,7 @@ export class RamdiskDeploy implements DeployInterface {
   }
 
   /** The ramdisk deploy boots the instance's own ramdisk and drives no agent: nothing to continue. */
-  async heartbeat(): Promise<void> {}
+  async heartbeat(): Promise<AgentProgress> {
+    return { kind: 'wait' };
+  }
 }

@@ -1,0 +1,211 @@
+/**
+ * What `ironring agent` does for each command of IPA's command API that ironring's `direct` deploy
+ * (and Ironic's) sends: the extension methods, with IPA's names, parameters and result shapes.
+ *
+ * - Asynchronous commands (`standby.prepare_image`, `standby.power_off`,
+ *   `deploy.execute_deploy_step`) answer RUNNING at once and end later; one runs at a time (a
+ *   second gets 409, as IPA's "agent is busy").
+ * - The others run before the answer; their return value is the result's `command_result.result`,
+ *   as IPA wraps it.
+ * - A failure is the command's `command_error` — `{type, code, message, details}` — whose message
+ *   is what the conductor writes to the node's `last_error`.
+ */
+import { spawn } from 'node:child_process';
+import { open } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
+import { InvalidParameter, IronringError } from '../common/errors.js';
+import { chooseRootDevice, getPartitionUuids, scanBlockDevices, writeImage } from './disk/index.js';
+import type { WriteImageOptions, WriteImageResult } from './disk/index.js';
+
+/** A command IPA's API knows, and whether it ends after the answer. */
+export interface CommandSpec {
+  async: boolean;
+  run: (params: Record<string, unknown>, context: CommandContext) => Promise<unknown>;
+}
+
+/** What the commands see of the agent: the node it runs for, the disks, how to power off. */
+export interface CommandContext {
+  /** The node as the lookup answered it (`properties`, `instance_info`). */
+  node: { uuid: string; properties: Record<string, unknown>; instance_info: Record<string, unknown> } | null;
+  sysRoot: string;
+  devRoot: string;
+  /** The disk the last image went to, for `get_partition_uuids` and `sync`. */
+  lastDevice: string | null;
+  setLastDevice(device: string): void;
+  /** Options passed to `writeImage` (tests shorten retries). */
+  writeOptions: Partial<WriteImageOptions>;
+  /** Powers the machine off (after the answer is sent). */
+  powerOff(): Promise<void>;
+  /** The agent's own log lines, newest last, for `log.collect_system_logs`. */
+  logLines(): string[];
+  signal: AbortSignal;
+}
+
+/** A command that failed on the node: its message is the conductor's `last_error`. */
+export class CommandFailed extends IronringError {
+  constructor(
+    message: string,
+    readonly type = 'CommandExecutionError',
+  ) {
+    super(message);
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `image_info` as `standby.prepare_image` gets it, checked: IPA's required keys. */
+export function parseImageInfo(value: unknown): { id: string; url: string; algo: string; digest: string; format: string; rootDevice: unknown } {
+  if (!isObject(value)) throw new InvalidParameter('image_info: expected an object');
+  const { id, urls, os_hash_algo: algo, os_hash_value: digest, checksum, disk_format: format } = value;
+  if (typeof id !== 'string' || id === '') throw new InvalidParameter('image_info.id: required');
+  if (!Array.isArray(urls) || urls.length === 0 || typeof urls[0] !== 'string') throw new InvalidParameter('image_info.urls: expected a list of URLs');
+  if (format !== undefined && format !== null && format !== 'raw') {
+    throw new InvalidParameter(`image_info.disk_format: ${JSON.stringify(format)} images are not supported by this agent; it writes raw whole-disk images`);
+  }
+  let hash: { algo: string; digest: string };
+  if (typeof algo === 'string' && typeof digest === 'string' && algo !== '' && digest !== '') hash = { algo, digest };
+  else if (typeof checksum === 'string' && checksum !== '') hash = { algo: 'md5', digest: checksum };
+  else throw new InvalidParameter('image_info: os_hash_algo and os_hash_value (or checksum) are required');
+  return { id, url: urls[0], algo: hash.algo, digest: hash.digest, format: 'raw', rootDevice: value.root_device };
+}
+
+async function prepareImage(params: Record<string, unknown>, context: CommandContext): Promise<string> {
+  const info = parseImageInfo(params.image_info);
+  if (params.configdrive !== undefined && params.configdrive !== null && params.configdrive !== '') {
+    throw new CommandFailed('configdrive: writing a config drive is not supported by this agent yet; deploy without one', 'InvalidCommandParamsError');
+  }
+  const hints = info.rootDevice ?? context.node?.instance_info.root_device ?? context.node?.properties.root_device;
+  const scan = await scanBlockDevices({ sysRoot: context.sysRoot, devRoot: context.devRoot });
+  const device = chooseRootDevice(scan.devices, hints, { skipped: scan.skipped });
+  const result: WriteImageResult = await writeImage({
+    ...context.writeOptions,
+    url: info.url,
+    checksum: { algo: info.algo, value: info.digest },
+    device: device.name.replace(/^\/dev/, context.devRoot),
+    sysRoot: context.sysRoot,
+    signal: context.signal,
+    wholeDisk: true,
+  });
+  context.setLastDevice(device.name);
+  let rootUuid = '';
+  try {
+    rootUuid = (await getPartitionUuids(device.name.replace(/^\/dev/, context.devRoot)))['root uuid'];
+  } catch {
+    // An image without a partition table still boots nothing we can name; the digest matched.
+  }
+  return `prepare_image: image (${info.id}) written to device ${device.name} root_uuid=${rootUuid} (${result.bytes} bytes, ${result.algo} verified, ${result.seconds.toFixed(1)} s)`;
+}
+
+async function syncDisks(context: CommandContext): Promise<void> {
+  if (context.lastDevice !== null) {
+    const handle = await open(context.lastDevice.replace(/^\/dev/, context.devRoot), 'r+');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+  // The rest of the system's dirty pages, when the ramdisk has a sync(1).
+  await new Promise<void>((resolve) => {
+    const child = spawn('sync', [], { stdio: 'ignore' });
+    child.on('error', () => resolve());
+    child.on('exit', () => resolve());
+  });
+}
+
+/** A ustar archive of `files` (names ≤ 100 bytes), for `log.collect_system_logs`. */
+export function tarFiles(files: ReadonlyArray<{ name: string; data: Buffer }>): Buffer {
+  const blocks: Buffer[] = [];
+  const mtime = Math.floor(Date.now() / 1000);
+  for (const file of files) {
+    const header = Buffer.alloc(512);
+    header.write(file.name.slice(0, 99), 0, 'utf8');
+    header.write('0000644\0', 100, 'latin1');
+    header.write('0000000\0', 108, 'latin1');
+    header.write('0000000\0', 116, 'latin1');
+    header.write(`${file.data.length.toString(8).padStart(11, '0')}\0`, 124, 'latin1');
+    header.write(`${mtime.toString(8).padStart(11, '0')}\0`, 136, 'latin1');
+    header.write('        ', 148, 'latin1');
+    header.write('0', 156, 'latin1');
+    header.write('ustar\0' + '00', 257, 'latin1');
+    let sum = 0;
+    for (const byte of header) sum += byte;
+    header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
+    blocks.push(header, file.data, Buffer.alloc((512 - (file.data.length % 512)) % 512));
+  }
+  blocks.push(Buffer.alloc(1024));
+  return Buffer.concat(blocks);
+}
+
+async function commandOutput(command: string, args: string[]): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    child.stdout.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= 8 * 1024 * 1024) chunks.push(c);
+    });
+    child.on('error', () => resolve(null));
+    child.on('close', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+/** IPA's deploy steps of its generic hardware manager that this agent runs. */
+const DEPLOY_STEPS = [{ step: 'write_image', priority: 0, interface: 'deploy', reboot_requested: false, argsinfo: null }];
+
+export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
+  'standby.prepare_image': { async: true, run: prepareImage },
+  'standby.get_partition_uuids': {
+    async: false,
+    run: async (_params, context) => {
+      if (context.lastDevice === null) throw new CommandFailed('no image has been written yet, so there are no partitions to name', 'DeviceNotFound');
+      return getPartitionUuids(context.lastDevice.replace(/^\/dev/, context.devRoot));
+    },
+  },
+  'standby.sync': {
+    async: false,
+    run: async (_params, context) => {
+      await syncDisks(context);
+      return null;
+    },
+  },
+  'standby.power_off': {
+    async: true,
+    run: async (_params, context) => {
+      await syncDisks(context);
+      await context.powerOff();
+      return null;
+    },
+  },
+  'image.install_bootloader': {
+    async: false,
+    run: async () => {
+      throw new CommandFailed('installing a boot loader is for partition images, which this agent does not write; a whole-disk image carries its own', 'InvalidCommandError');
+    },
+  },
+  'deploy.get_deploy_steps': {
+    async: false,
+    run: async () => ({ deploy_steps: { GenericHardwareManager: DEPLOY_STEPS }, hardware_manager_version: { generic_hardware_manager: '1.2' } }),
+  },
+  'deploy.execute_deploy_step': {
+    async: true,
+    run: async (params, context) => {
+      const step = params.step;
+      if (!isObject(step) || step.step !== 'write_image') {
+        throw new CommandFailed(`deploy step ${JSON.stringify(isObject(step) ? step.step : step)} is not one this agent runs (it runs write_image)`, 'InvalidCommandParamsError');
+      }
+      const args = isObject(step.args) ? step.args : {};
+      return prepareImage({ image_info: args.image_info, configdrive: args.configdrive ?? null }, context);
+    },
+  },
+  'log.collect_system_logs': {
+    async: false,
+    run: async (_params, context) => {
+      const files: Array<{ name: string; data: Buffer }> = [{ name: 'ironring-agent.log', data: Buffer.from(context.logLines().join('\n') + '\n') }];
+      const dmesg = await commandOutput('dmesg', []);
+      if (dmesg !== null) files.push({ name: 'dmesg.txt', data: dmesg });
+      return { system_logs: gzipSync(tarFiles(files)).toString('base64') };
+    },
+  },
+};

@@ -1,0 +1,548 @@
+/**
+ * `ironring agent`: the deploy agent that runs in the deploy ramdisk, on the machine being deployed.
+ * It speaks Ironic's agent protocol (`protocol.ts`) so that ironring's conductor and Ironic's can
+ * drive it alike:
+ *
+ * 1. **Lookup**: `GET {api}/v1/lookup?addresses=<its MACs>` until a node that expects an agent
+ *    answers (every `lookupIntervalMs`, for at most `lookupTimeoutMs`), keeping the node and the
+ *    agent token the answer carries.
+ * 2. **Heartbeat**: `POST {api}/v1/heartbeat/{node}` with its `callback_url` and token, every
+ *    0.3–0.6 × the `heartbeat_timeout` the lookup said (IPA's spread), and at once when an
+ *    asynchronous command ends, so the conductor hears of it without waiting a period.
+ * 3. **Commands**: IPA's command API on `listen` (`agent-commands.ts`). A caller must present the
+ *    token, or its SHA-256 digest (what ironring's conductor holds), as `agent_token`; anything
+ *    else gets 401 before its body is read.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import dgram from 'node:dgram';
+import { readFile, readdir } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { join } from 'node:path';
+import { IronringError } from '../common/errors.js';
+import { agentTokenHash } from './agent-token.js';
+import { COMMANDS, CommandFailed } from './agent-commands.js';
+import type { CommandContext } from './agent-commands.js';
+import type { WriteImageOptions } from './disk/index.js';
+import { TOKEN_ALREADY_ISSUED, parseCommandRequest } from './protocol.js';
+import type { AgentCommandError, AgentCommandResult } from './protocol.js';
+
+/** The agent's version, as it reports it in heartbeats and `GET /v1/status`. */
+export const AGENT_VERSION = '10.0.0-ironring';
+
+/** The highest API version the agent asks for: tokens in heartbeats are Ironic's from 1.62. */
+const MAX_ASKED_VERSION: readonly [number, number] = [1, 62];
+/** Largest command request read, in bytes (image_info is small; a config drive would be larger). */
+const MAX_COMMAND_BODY = 1024 * 1024;
+/** Command results kept (the oldest are dropped beyond): `GET /v1/commands/` stays bounded. */
+const MAX_KEPT_COMMANDS = 500;
+
+export interface AgentOptions {
+  /** The API's base URL (`ipa-api-url`), e.g. `http://192.0.2.1:6385`. */
+  apiUrl: string;
+  /** MACs to look up with; default those of the machine's Ethernet interfaces. */
+  macs?: string[];
+  /** Where the command API listens. Default 0.0.0.0:9999 (IPA's port). */
+  listenHost?: string;
+  listenPort?: number;
+  /** The host put in `callback_url`; default the local address that routes to the API. */
+  advertiseHost?: string;
+  /** Directories standing for /sys and /dev (tests). */
+  sysRoot?: string;
+  devRoot?: string;
+  /** Lookup retry period and give-up time. Defaults 5 s and 0 (never give up). */
+  lookupIntervalMs?: number;
+  lookupTimeoutMs?: number;
+  /** Overrides the heartbeat period the lookup's `heartbeat_timeout` gives (tests). */
+  heartbeatIntervalMs?: number;
+  /** Powers the machine off (`standby.power_off`); default `poweroff -f`, else sysrq. */
+  powerOff?: () => Promise<void>;
+  writeOptions?: Partial<WriteImageOptions>;
+  /** Extra CA certificates (PEM) for an https API. */
+  ca?: string | Buffer;
+  log?: (line: string) => void;
+}
+
+/** The agent could not find its node, or the API refused it for good. */
+export class AgentError extends IronringError {}
+
+interface LookupResult {
+  node: { uuid: string; properties: Record<string, unknown>; instance_info: Record<string, unknown> };
+  token: string | null;
+  heartbeatTimeout: number;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The MACs of the machine's Ethernet interfaces (ARPHRD_ETHER, type 1), loopback excluded. */
+export async function localMacs(sysRoot = '/sys'): Promise<string[]> {
+  const dir = join(sysRoot, 'class', 'net');
+  const macs: string[] = [];
+  for (const name of (await readdir(dir).catch(() => [] as string[])).sort()) {
+    if (name === 'lo') continue;
+    const type = (await readFile(join(dir, name, 'type'), 'latin1').catch(() => '')).trim();
+    const mac = (await readFile(join(dir, name, 'address'), 'latin1').catch(() => '')).trim().toLowerCase();
+    if (type === '1' && /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(mac) && mac !== '00:00:00:00:00:00') macs.push(mac);
+  }
+  return macs;
+}
+
+/** The local address the kernel would use to reach `host:port` (no packet is sent). */
+export async function routeSource(host: string, port: number): Promise<string> {
+  const family = host.includes(':') ? 'udp6' : 'udp4';
+  const socket = dgram.createSocket(family);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.connect(port, host.replace(/^\[|\]$/g, ''), () => resolve());
+    });
+    return socket.address().address;
+  } finally {
+    socket.close();
+  }
+}
+
+interface StoredCommand extends AgentCommandResult {
+  done: Promise<void>;
+}
+
+export class Agent {
+  private server: http.Server | null = null;
+  private lookup: LookupResult | null = null;
+  private callbackUrl = '';
+  private version = '1.22';
+  private readonly commands = new Map<string, StoredCommand>();
+  private running: StoredCommand | null = null;
+  private lastDevice: string | null = null;
+  private readonly logs: string[] = [];
+  private readonly stopping = new AbortController();
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private heartbeatInFlight: Promise<void> | null = null;
+  private heartbeatAgain = false;
+  private readonly startedAt = Date.now() / 1000;
+  /** Heartbeats the API accepted, for tests and the log. */
+  heartbeats = 0;
+
+  constructor(private readonly options: AgentOptions) {}
+
+  private say(line: string): void {
+    const stamped = `${new Date().toISOString()} ${line}`;
+    this.logs.push(stamped);
+    if (this.logs.length > 2000) this.logs.shift();
+    this.options.log?.(stamped);
+  }
+
+  /** The node this agent found, once it has. */
+  get nodeUuid(): string | null {
+    return this.lookup?.node.uuid ?? null;
+  }
+
+  /** Where the command API listens, once started. */
+  get url(): string {
+    return this.callbackUrl;
+  }
+
+  /** Starts the command API, finds the node, and heartbeats until `stop`. */
+  async start(): Promise<void> {
+    const api = new URL(this.options.apiUrl);
+    const server = http.createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.options.listenPort ?? 9999, this.options.listenHost ?? '0.0.0.0', () => resolve());
+    });
+    this.server = server;
+    const port = (server.address() as { port: number }).port;
+    const host = this.options.advertiseHost ?? (await routeSource(api.hostname, Number(api.port || (api.protocol === 'https:' ? 443 : 80))));
+    this.callbackUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    this.say(`command API listening at ${this.callbackUrl}`);
+    this.version = await this.negotiateVersion();
+    this.lookup = await this.findNode();
+    this.say(`found node ${this.lookup.node.uuid}; heartbeat timeout ${this.lookup.heartbeatTimeout} s`);
+    this.heartbeatSoon(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort(new AgentError('the agent is stopping'));
+    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
+    await this.heartbeatInFlight?.catch(() => undefined);
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server?.closeAllConnections();
+  }
+
+  // ---- talking to the API -----------------------------------------------------------------
+
+  private async api(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: unknown; headers: http.IncomingHttpHeaders }> {
+    const url = new URL(this.options.apiUrl.replace(/\/$/, '') + path);
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const transport = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = transport.request(url, {
+        method,
+        timeout: 60_000,
+        signal: this.stopping.signal,
+        headers: {
+          accept: 'application/json',
+          'user-agent': `ironring-agent/${AGENT_VERSION}`,
+          'x-openstack-ironic-api-version': this.version,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+        },
+        ...(url.protocol === 'https:' && this.options.ca ? { ca: this.options.ca } : {}),
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer within 60 s')));
+      req.on('error', reject);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > 4 * 1024 * 1024) res.destroy(new Error('the API answered more than 4 MiB'));
+          else chunks.push(c);
+        });
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown = null;
+          try {
+            json = text === '' ? null : JSON.parse(text);
+          } catch {
+            json = text.slice(0, 256);
+          }
+          resolve({ status: res.statusCode ?? 0, json, headers: res.headers });
+        });
+      });
+      req.end(payload);
+    });
+  }
+
+  /** The API version to ask for: the API's highest, up to 1.62 (tokens in heartbeats). */
+  private async negotiateVersion(): Promise<string> {
+    for (;;) {
+      try {
+        const { headers, json } = await this.api('GET', '/v1');
+        const header = headers['x-openstack-ironic-api-maximum-version'];
+        const body = isObject(json) && isObject(json.version) ? json.version.version : undefined;
+        const max = typeof header === 'string' ? header : typeof body === 'string' ? body : '1.22';
+        const m = /^1\.(\d+)$/.exec(max);
+        const minor = m ? Math.min(Number(m[1]), MAX_ASKED_VERSION[1]) : 22;
+        return `1.${minor}`;
+      } catch (err) {
+        if (this.stopping.signal.aborted) throw err;
+        this.say(`the API at ${this.options.apiUrl} is not answering (${(err as Error).message}); trying again`);
+        await this.pause(this.options.lookupIntervalMs ?? 5000);
+      }
+    }
+  }
+
+  private async findNode(): Promise<LookupResult> {
+    const macs = this.options.macs ?? (await localMacs(this.options.sysRoot));
+    if (macs.length === 0) throw new AgentError('no Ethernet interface was found to look the node up by; pass --mac');
+    const started = Date.now();
+    const deadline = this.options.lookupTimeoutMs ?? 0;
+    for (;;) {
+      try {
+        const { status, json } = await this.api('GET', `/v1/lookup?addresses=${encodeURIComponent(macs.join(','))}`);
+        if (status === 200 && isObject(json) && isObject(json.node) && isObject(json.config) && typeof json.node.uuid === 'string') {
+          const token = typeof json.config.agent_token === 'string' ? json.config.agent_token : null;
+          if (token === TOKEN_ALREADY_ISSUED) {
+            this.say(`node ${json.node.uuid} already gave its agent token to another lookup: this agent cannot heartbeat; waiting for a new agent session`);
+          } else {
+            const timeout = typeof json.config.heartbeat_timeout === 'number' && json.config.heartbeat_timeout > 0 ? json.config.heartbeat_timeout : 300;
+            const node = json.node as LookupResult['node'];
+            return { node: { uuid: node.uuid, properties: isObject(node.properties) ? node.properties : {}, instance_info: isObject(node.instance_info) ? node.instance_info : {} }, token, heartbeatTimeout: timeout };
+          }
+        } else {
+          this.say(`lookup by ${macs.join(', ')}: ${status} ${describe(json)}`);
+        }
+      } catch (err) {
+        if (this.stopping.signal.aborted) throw err;
+        this.say(`lookup failed: ${(err as Error).message}`);
+      }
+      if (deadline > 0 && Date.now() - started > deadline) throw new AgentError(`no node was found for ${macs.join(', ')} within ${deadline / 1000} s`);
+      await this.pause(this.options.lookupIntervalMs ?? 5000);
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, ms);
+      this.stopping.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        reject(this.stopping.signal.reason);
+      }, { once: true });
+    });
+  }
+
+  private period(): number {
+    if (this.options.heartbeatIntervalMs !== undefined) return this.options.heartbeatIntervalMs;
+    const timeout = (this.lookup?.heartbeatTimeout ?? 300) * 1000;
+    return timeout * (0.3 + Math.random() * 0.3);
+  }
+
+  /** Schedules the next heartbeat in `ms`; one in flight is followed by another at once. */
+  private heartbeatSoon(ms: number): void {
+    if (this.stopping.signal.aborted) return;
+    if (this.heartbeatInFlight !== null && ms === 0) {
+      this.heartbeatAgain = true;
+      return;
+    }
+    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = setTimeout(() => {
+      this.heartbeatTimer = null;
+      this.heartbeatInFlight = this.heartbeat().finally(() => {
+        this.heartbeatInFlight = null;
+        if (this.heartbeatAgain) {
+          this.heartbeatAgain = false;
+          this.heartbeatSoon(0);
+        }
+      });
+    }, ms);
+  }
+
+  private async heartbeat(): Promise<void> {
+    const lookup = this.lookup;
+    if (lookup === null) return;
+    let next = this.period();
+    try {
+      const body: Record<string, unknown> = { callback_url: this.callbackUrl, agent_version: AGENT_VERSION };
+      if (lookup.token !== null) body.agent_token = lookup.token;
+      const { status, json } = await this.api('POST', `/v1/heartbeat/${encodeURIComponent(lookup.node.uuid)}`, body);
+      if (status >= 200 && status < 300) {
+        this.heartbeats++;
+      } else {
+        // 409: the conductor is busy with the node; anything else is logged and tried again.
+        this.say(`heartbeat: ${status} ${describe(json)}`);
+        if (status === 409 || status >= 500) next = Math.min(next, 5000);
+      }
+    } catch (err) {
+      if (this.stopping.signal.aborted) return;
+      this.say(`heartbeat failed: ${(err as Error).message}`);
+      next = Math.min(next, 5000);
+    }
+    this.heartbeatSoon(next);
+  }
+
+  // ---- the command API --------------------------------------------------------------------
+
+  /** True when `presented` is the token or its digest; constant time either way. */
+  private authorized(presented: string | null): boolean {
+    const token = this.lookup?.token ?? null;
+    if (token === null) return false;
+    const given = createHash('sha256').update(presented ?? '', 'utf8').digest();
+    const asToken = timingSafeEqual(given, createHash('sha256').update(token, 'utf8').digest());
+    const asDigest = timingSafeEqual(given, createHash('sha256').update(agentTokenHash(token), 'utf8').digest());
+    return presented !== null && (asToken || asDigest);
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const send = (status: number, body: unknown): void => {
+      const text = body === null ? '' : JSON.stringify(body);
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    };
+    const refuse = (status: number, type: string, message: string): void => send(status, { type, code: status, message, details: '' });
+    try {
+      const url = new URL(req.url ?? '/', 'http://agent');
+      const path = url.pathname.replace(/\/+$/, '') || '/';
+      if (req.method === 'GET' && (path === '/v1/status' || path === '/v1')) {
+        send(200, { started_at: this.startedAt, version: AGENT_VERSION });
+        return;
+      }
+      if (path === '/v1/commands' || path.startsWith('/v1/commands/')) {
+        if (!this.authorized(url.searchParams.get('agent_token'))) {
+          req.resume();
+          refuse(401, 'Unauthorized', 'Token invalid.');
+          return;
+        }
+        const wait = url.searchParams.get('wait') === 'true';
+        if (req.method === 'POST' && path === '/v1/commands') {
+          const body = await readBody(req, MAX_COMMAND_BODY);
+          await this.execute(body, wait, send, refuse);
+          return;
+        }
+        if (req.method === 'GET' && path === '/v1/commands') {
+          send(200, { commands: [...this.commands.values()].map(view) });
+          return;
+        }
+        if (req.method === 'GET') {
+          const id = decodeURIComponent(path.slice('/v1/commands/'.length));
+          const command = this.commands.get(id);
+          if (command === undefined) {
+            refuse(404, 'RequestedObjectNotFoundError', `Command not found: ${id.slice(0, 64)}`);
+            return;
+          }
+          if (wait) await command.done;
+          send(200, view(command));
+          return;
+        }
+      }
+      req.resume();
+      refuse(404, 'NotFound', `no such resource: ${req.method ?? ''} ${path.slice(0, 200)}`);
+    } catch (err) {
+      if (!res.headersSent) {
+        const status = err instanceof BodyError ? err.status : 500;
+        refuse(status, status === 500 ? 'InternalServerError' : 'BadRequest', (err as Error).message);
+      }
+    }
+  }
+
+  private async execute(body: unknown, wait: boolean, send: (status: number, body: unknown) => void, refuse: (status: number, type: string, message: string) => void): Promise<void> {
+    let request;
+    try {
+      request = parseCommandRequest(body);
+    } catch (err) {
+      refuse(400, 'InvalidContentError', `Missing or invalid name or params: ${(err as Error).message}`);
+      return;
+    }
+    const spec = COMMANDS[request.name];
+    if (spec === undefined) {
+      const extension = request.name.split('.')[0]!;
+      const known = Object.keys(COMMANDS).some((n) => n.startsWith(`${extension}.`));
+      if (known) refuse(400, 'InvalidCommandError', `Invalid command: ${extension} has no command ${request.name.slice(extension.length + 1)}`);
+      else refuse(404, 'RequestedObjectNotFoundError', `Extension not found: ${extension}`);
+      return;
+    }
+    if (this.running !== null) {
+      refuse(409, 'AgentIsBusy', `Agent is busy executing ${this.running.command_name} (${this.running.id})`);
+      return;
+    }
+    const record = { id: randomUUID(), command_name: request.name, command_params: redact(request.params), command_status: 'RUNNING', command_error: null, command_result: null } as StoredCommand;
+    this.say(`command ${request.name} (${record.id}) started`);
+    const context = this.context();
+    const run = async (): Promise<void> => {
+      try {
+        const result = await spec.run(request.params, context);
+        record.command_result = { result };
+        record.command_status = 'SUCCEEDED';
+        this.say(`command ${request.name} (${record.id}) succeeded`);
+      } catch (err) {
+        record.command_error = serialise(err);
+        record.command_status = 'FAILED';
+        this.say(`command ${request.name} (${record.id}) failed: ${record.command_error.message}`);
+      }
+    };
+    this.keep(record);
+    if (spec.async) {
+      this.running = record;
+      record.done = run().finally(() => {
+        this.running = null;
+        // Tell the conductor now rather than a heartbeat period later.
+        this.heartbeatSoon(0);
+      });
+      if (wait) await record.done;
+    } else {
+      record.done = run();
+      await record.done;
+    }
+    send(200, view(record));
+  }
+
+  private keep(record: StoredCommand): void {
+    this.commands.set(record.id, record);
+    if (this.commands.size > MAX_KEPT_COMMANDS) {
+      for (const [id, c] of this.commands) {
+        if (c.command_status !== 'RUNNING') {
+          this.commands.delete(id);
+          break;
+        }
+      }
+    }
+  }
+
+  private context(): CommandContext {
+    return {
+      node: this.lookup?.node ?? null,
+      sysRoot: this.options.sysRoot ?? '/sys',
+      devRoot: this.options.devRoot ?? '/dev',
+      lastDevice: this.lastDevice,
+      setLastDevice: (device) => {
+        this.lastDevice = device;
+      },
+      writeOptions: this.options.writeOptions ?? {},
+      powerOff: this.options.powerOff ?? defaultPowerOff,
+      logLines: () => [...this.logs],
+      signal: this.stopping.signal,
+    };
+  }
+}
+
+function view(command: StoredCommand): AgentCommandResult {
+  const { done: _done, ...rest } = command;
+  return rest;
+}
+
+/** The params as results show them: a config drive or a password is not echoed back. */
+function redact(params: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(params)) {
+    if (key === '__proto__') continue;
+    out[key] = /configdrive|password|secret|token/i.test(key) && value !== null && value !== undefined ? '***' : value;
+  }
+  return out;
+}
+
+/** A failure as IPA serialises it in `command_error`. */
+function serialise(err: unknown): AgentCommandError {
+  const error = err instanceof Error ? err : new Error(String(err));
+  const type = error instanceof CommandFailed ? error.type : error.constructor.name === 'Error' ? 'CommandExecutionError' : error.constructor.name;
+  const code = error instanceof IronringError ? error.httpStatus : 500;
+  return { type, code, message: error.message.slice(0, 16 * 1024), details: '' };
+}
+
+function describe(json: unknown): string {
+  if (isObject(json)) {
+    const fault = json.error_message ?? json.message ?? json.faultstring;
+    if (typeof fault === 'string') {
+      try {
+        const inner = JSON.parse(fault) as { faultstring?: unknown };
+        if (typeof inner.faultstring === 'string') return inner.faultstring;
+      } catch {
+        // a plain message
+      }
+      return fault.slice(0, 512);
+    }
+  }
+  return JSON.stringify(json)?.slice(0, 512) ?? '';
+}
+
+class BodyError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function readBody(req: http.IncomingMessage, limit: number): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) {
+    req.resume();
+    throw new BodyError(413, `request body larger than ${limit} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new BodyError(413, `request body larger than ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    throw new BodyError(400, 'request body: not valid JSON');
+  }
+}
+
+/** `poweroff -f` (busybox), or the kernel's sysrq `o` when there is none. */
+async function defaultPowerOff(): Promise<void> {
+  const { spawn } = await import('node:child_process');
+  const ok = await new Promise<boolean>((resolve) => {
+    const child = spawn('poweroff', ['-f'], { stdio: 'ignore' });
+    child.on('error', () => resolve(false));
+    child.on('exit', (code) => resolve(code === 0));
+  });
+  if (!ok) {
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile('/proc/sysrq-trigger', 'o');
+  }
+}

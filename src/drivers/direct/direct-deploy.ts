@@ -1,0 +1,193 @@
+/**
+ * The `direct` deploy interface (Ironic's `direct`): the node boots the deploy ramdisk, whose agent
+ * (`ironring agent`, or IPA) writes a whole-disk image to the node's disk; then the node boots from
+ * that disk and no longer depends on any conductor.
+ *
+ * The deploy as the node's owner drives it, one short step per call (the state it is at lives in
+ * `driver_internal_info.direct_deploy`, so a conductor taking the node over goes on from there):
+ * 1. `deploy` (from `deploying`): boot files for the deploy ramdisk with `ipa-api-url`, boot device
+ *    network (once), power on → `wait call-back`.
+ * 2. The agent looks up and heartbeats; `heartbeat` sends `standby.prepare_image` (not waiting) and
+ *    records the command → the node stays in `wait call-back`, `deploy_step` `write_image`.
+ * 3. Later heartbeats ask the agent how that command went: running → wait; failed → `deploy failed`
+ *    with the agent's message; succeeded → `resume`: back to `deploying`.
+ * 4. `deploy` again (phase `written`): flush the disk through the agent, power off, remove the
+ *    deploy boot files, boot device disk (persistent), power on → `active`.
+ */
+import { AgentClient } from '../../agent/agent-client.js';
+import type { AgentEndpoint } from '../../agent/agent-client.js';
+import { bootNeed } from '../../nodes/state-machine.js';
+import type { AgentContact, AgentProgress, DeployInterface, DeployOutcome } from '../deploy.js';
+import { InvalidParameterValue } from '../errors.js';
+import type { DriverTask } from '../task.js';
+import { directImageInfo } from './image-info.js';
+
+/** The `driver_internal_info` key holding where a direct deploy is. */
+export const DIRECT_DEPLOY_KEY = 'direct_deploy';
+
+/** Ironic's `write_image` deploy step, as `deploy_step` shows it while the agent writes. */
+export const WRITE_IMAGE_STEP = { interface: 'deploy', step: 'write_image', priority: 80, argsinfo: null } as const;
+
+/** Where a direct deploy is, as `driver_internal_info.direct_deploy` keeps it. */
+export interface DirectDeployState {
+  phase: 'writing' | 'written';
+  /** The agent's id of the `standby.prepare_image` command. */
+  command: string;
+  /** What the agent said it wrote (`command_result.result`), once written. */
+  result?: string;
+}
+
+export interface DirectDeployOptions {
+  /**
+   * The API URL the agent looks up and heartbeats to (`ipa-api-url`), or null when none is
+   * configured: then `validate` refuses the deploy, naming the setting.
+   */
+  apiUrl: () => string | null;
+  client?: AgentClient;
+}
+
+function stateOf(task: DriverTask): DirectDeployState | null {
+  const value = task.node.driver_internal_info?.[DIRECT_DEPLOY_KEY];
+  if (typeof value !== 'object' || value === null) return null;
+  const { phase, command, result } = value as Record<string, unknown>;
+  if ((phase !== 'writing' && phase !== 'written') || typeof command !== 'string') return null;
+  return { phase, command, ...(typeof result === 'string' ? { result } : {}) };
+}
+
+export class DirectDeploy implements DeployInterface {
+  private readonly client: AgentClient;
+
+  constructor(private readonly options: DirectDeployOptions) {
+    this.client = options.client ?? new AgentClient();
+  }
+
+  async validate(task: DriverTask): Promise<void> {
+    await task.driver.boot.validate(task);
+    directImageInfo(task);
+    this.apiUrl();
+  }
+
+  /** Nothing to stage before `deploy`: the deploy ramdisk's boot files are made there. */
+  async prepare(task: DriverTask): Promise<void> {
+    directImageInfo(task);
+  }
+
+  async deploy(task: DriverTask): Promise<DeployOutcome> {
+    const state = stateOf(task);
+    if (state?.phase === 'written') return this.bootInstance(task);
+    const { boot, management, power } = task.driver;
+    await boot.prepareRamdisk(task, { 'ipa-api-url': this.apiUrl() });
+    await management.setBootDevice(task, 'pxe', false);
+    if ((await power.getPowerState(task)) === 'power on') await power.reboot(task);
+    else await power.setPowerState(task, 'power on');
+    return 'wait';
+  }
+
+  async heartbeat(task: DriverTask, agent: AgentContact): Promise<AgentProgress> {
+    const endpoint = this.endpoint(task, agent);
+    const state = stateOf(task);
+    if (state === null) {
+      const imageInfo = directImageInfo(task);
+      let started;
+      try {
+        started = await this.client.run(endpoint, 'standby.prepare_image', { image_info: imageInfo, configdrive: null }, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
+      } catch (err) {
+        return { kind: 'fail', error: `write_image: the agent did not take standby.prepare_image: ${(err as Error).message}` };
+      }
+      if (started.command_status === 'FAILED') return { kind: 'fail', error: `write_image failed on the node: ${commandMessage(started)}` };
+      task.logger.info({ command: started.id, url: imageInfo.urls[0] }, 'the agent is writing the image');
+      const next: DirectDeployState = { phase: 'writing', command: started.id };
+      if (started.command_status === 'SUCCEEDED') return this.written(next, started);
+      return { kind: 'wait', internal: { [DIRECT_DEPLOY_KEY]: next, deploy_step: WRITE_IMAGE_STEP } };
+    }
+    if (state.phase === 'written') return { kind: 'resume' };
+    let command;
+    try {
+      command = await this.client.command(endpoint, state.command, task.signal);
+    } catch (err) {
+      return { kind: 'fail', error: `write_image: could not ask the agent how standby.prepare_image went: ${(err as Error).message}` };
+    }
+    if (command === null) return { kind: 'fail', error: `write_image: the agent no longer knows its standby.prepare_image command ${state.command} (did it restart?)` };
+    switch (command.command_status) {
+      case 'RUNNING':
+        return { kind: 'wait' };
+      case 'FAILED':
+        return { kind: 'fail', error: `write_image failed on the node: ${commandMessage(command)}` };
+      case 'SUCCEEDED':
+        return this.written(state, command);
+    }
+  }
+
+  private written(state: DirectDeployState, command: { command_result: Record<string, unknown> | null }): AgentProgress {
+    const result = command.command_result?.result;
+    const next: DirectDeployState = { phase: 'written', command: state.command, ...(typeof result === 'string' ? { result: result.slice(0, 1024) } : {}) };
+    return { kind: 'resume', internal: { [DIRECT_DEPLOY_KEY]: next, deploy_step: {} } };
+  }
+
+  /** After the image is on the disk: flush it, power off, boot from the disk for good, power on. */
+  private async bootInstance(task: DriverTask): Promise<DeployOutcome> {
+    const { boot, management, power } = task.driver;
+    const url = task.node.driver_internal_info?.agent_url;
+    if (typeof url === 'string' && task.agentToken) {
+      // The agent wrote with O_DIRECT and fsynced, so this is belt and braces: a power-off cannot
+      // lose what the page cache held. An agent that is gone already does not stop the deploy.
+      try {
+        const synced = await this.client.run({ url, token: task.agentToken }, 'standby.sync', {}, { wait: true, ...(task.signal ? { signal: task.signal } : {}) });
+        if (synced.command_status === 'FAILED') task.logger.warn({ error: commandMessage(synced) }, 'the agent could not sync the disk; powering off anyway (the image was fsynced when written)');
+      } catch (err) {
+        task.logger.warn({ err: (err as Error).message }, 'could not reach the agent to sync the disk; powering off anyway (the image was fsynced when written)');
+      }
+    }
+    await power.setPowerState(task, 'power off');
+    await boot.cleanUpRamdisk(task);
+    await management.setBootDevice(task, 'disk', true);
+    await power.setPowerState(task, 'power on');
+    return 'done';
+  }
+
+  async tearDown(task: DriverTask): Promise<void> {
+    await task.driver.power.setPowerState(task, 'power off');
+    await task.driver.boot.cleanUpRamdisk(task);
+  }
+
+  async cleanUp(task: DriverTask): Promise<void> {
+    await task.driver.boot.cleanUpRamdisk(task);
+  }
+
+  /**
+   * Rebuilds the deploy ramdisk's boot files where the node boots it (a deploy waiting for its
+   * agent). An active node boots from its own disk: nothing on any conductor.
+   */
+  async takeOver(task: DriverTask): Promise<void> {
+    switch (bootNeed(task.node.provision_state ?? '')) {
+      case 'deploy':
+      case 'rescue':
+        await task.driver.boot.prepareRamdisk(task, { 'ipa-api-url': this.apiUrl() });
+        return;
+      case 'instance':
+      case 'none':
+        return;
+    }
+  }
+
+  private apiUrl(): string {
+    const url = this.options.apiUrl();
+    if (url === null || url === '') {
+      throw new InvalidParameterValue('[deploy] agent_api_url', 'is not set and cannot be derived ([api] public_endpoint is empty): the deploy agent would not know where to look up and heartbeat');
+    }
+    return url;
+  }
+
+  private endpoint(task: DriverTask, agent: AgentContact): AgentEndpoint {
+    if (!task.agentToken) throw new InvalidParameterValue('agent_token', 'the node has no agent session; the agent must look up first');
+    return { url: agent.url, token: task.agentToken };
+  }
+}
+
+/** An agent's error as one line for `last_error`. */
+function commandMessage(result: { command_error: { type: string; message: string; details: string } | null }): string {
+  const e = result.command_error;
+  if (e === null) return 'the agent gave no reason';
+  const text = [e.message, e.details].filter((p) => p !== '' && p !== undefined).join(': ');
+  return `${e.type}: ${text}`.slice(0, 4096);
+}
