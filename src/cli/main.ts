@@ -14,6 +14,7 @@ import { configCommand } from './commands/config.js';
 import { manageCommand } from './commands/manage.js';
 import { nodeCommand } from './commands/node.js';
 import { portCommand } from './commands/port.js';
+import { ramdiskCommand } from './commands/ramdisk.js';
 import { ringCommand } from './commands/ring.js';
 import { schedulerCommand } from './commands/scheduler.js';
 import { serverCommand } from './commands/server.js';
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   program.addCommand(conductorCommand());
   program.addCommand(nodeCommand());
   program.addCommand(portCommand());
+  program.addCommand(ramdiskCommand());
   program.addCommand(ringCommand());
   program.addCommand(computeCommand());
   program.addCommand(schedulerCommand());

@@ -48,6 +48,10 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: '/usr/bin/test', package: 'pxelinux', probe: ['-f', '/usr/lib/PXELINUX/pxelinux.0'] },
   { command: '/usr/bin/test', package: 'syslinux-common', probe: ['-f', '/usr/lib/syslinux/modules/bios/ldlinux.c32'] },
   { command: '/usr/bin/test', package: 'ovmf', probe: ['-f', '/usr/share/OVMF/OVMF_CODE_4M.fd'] },
+  // The deploy ramdisk's build (src/ramdisk/build.ts): strip node, pack with zstd, unpack .ko.xz modules.
+  { command: 'strip', package: 'binutils' },
+  { command: 'zstd', package: 'zstd' },
+  { command: 'xz', package: 'xz-utils' },
 ];
 
 // dnsmasq and friends install to sbin, which an ordinary user's PATH often lacks.

@@ -10,6 +10,8 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildRamdisk, RAMDISK_INIT, UDHCPC_SCRIPT } from '../../src/ramdisk/build.js';
 
 /** The line /init prints; the rest of the line is the kernel command line. */
 export const MARKER = 'NODE-BOOTED';
@@ -147,4 +149,81 @@ export function initrdAsset(cacheRoot: string): Asset {
 /** Both assets, built or found in the cache. */
 export function bootAssets(cacheRoot = defaultCacheRoot()): BootAssets {
   return { cacheRoot, kernel: kernelAsset(cacheRoot), initrd: initrdAsset(cacheRoot) };
+}
+
+/** ironring's deploy ramdisk (`ironring ramdisk build`): the kernel and the initramfs running the agent. */
+export interface DeployRamdisk {
+  kernel: Asset;
+  initramfs: Asset;
+}
+
+const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
+
+/** Every .js file under `dir`, for the cache key. */
+function jsFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...jsFiles(full));
+    else if (entry.name.endsWith('.js')) out.push(full);
+  }
+  return out.sort();
+}
+
+/**
+ * The deploy ramdisk, rebuilt only when what goes into it changes: the agent's compiled modules,
+ * /init, busybox, node, the kernel package. dist/ must be current (the vitest global set-up
+ * rebuilds it).
+ */
+export function deployRamdiskAsset(cacheRoot = defaultCacheRoot()): DeployRamdisk {
+  const { name, version } = resolveKernelPackage();
+  const hash = createHash('sha256').update(RAMDISK_INIT).update(UDHCPC_SCRIPT).update(`${name}=${version}`).update(process.version).update(readFileSync(BUSYBOX));
+  for (const file of [...jsFiles(path.join(DIST, 'agent')), ...jsFiles(path.join(DIST, 'common')), path.join(DIST, 'ramdisk', 'build.js')]) hash.update(file).update(readFileSync(file));
+  const key = `deploy-ramdisk-${hash.digest('hex').slice(0, 16)}`;
+  const initramfs = cachedBuild(cacheRoot, key, 'deploy.initramfs', (dir) => {
+    buildRamdisk({ output: dir, dist: DIST, level: 10 });
+  });
+  const kernel = path.join(path.dirname(initramfs), 'deploy.kernel');
+  return { kernel: { path: kernel, checksum: sha256File(kernel) }, initramfs: { path: initramfs, checksum: sha256File(initramfs) } };
+}
+
+/** What the disk image's boot code prints on the serial port, then the image's token. */
+export const DISK_MARKER = 'DISK-BOOTED';
+
+/**
+ * A raw whole-disk image of `bytes` whose MBR boot code writes `DISK-BOOTED <token>` to the first
+ * serial port (I/O 0x3f8) and halts: what the VM prints only when it booted from the disk the agent
+ * wrote. One partition entry (type 0x83 from sector 2048) and the boot signature make it a
+ * partitioned disk, as the agent requires; the rest is a pattern that a test can check on the disk.
+ */
+export function markerDiskImage(token: string, bytes = 4 * 1024 * 1024): Buffer {
+  if (!/^[A-Za-z0-9-]{1,64}$/.test(token)) throw new Error('token: letters, digits and dashes');
+  const image = Buffer.alloc(bytes);
+  for (let i = 512; i < bytes; i += 4) image.writeUInt32LE(i ^ 0x5a5a5a5a, i);
+  const message = Buffer.from(`${DISK_MARKER} ${token}\r\n\0`, 'latin1');
+  // 16-bit real mode at 0:7c00. msg follows the code at offset 22.
+  const code = Buffer.from([
+    0xfa, //             cli
+    0x31, 0xc0, //       xor ax, ax
+    0x8e, 0xd8, //       mov ds, ax
+    0xbe, 0x16, 0x7c, // mov si, 0x7c16
+    0xba, 0xf8, 0x03, // mov dx, 0x3f8
+    0xac, //             loop: lodsb
+    0x84, 0xc0, //       test al, al
+    0x74, 0x03, //       jz done
+    0xee, //             out dx, al
+    0xeb, 0xf8, //       jmp loop
+    0xf4, //             done: hlt
+    0xeb, 0xfd, //       jmp done
+  ]);
+  code.copy(image, 0);
+  message.copy(image, code.length);
+  image.writeUInt32LE(0x49524f4e, 440); // disk signature "IRON"
+  const entry = 446;
+  image[entry + 4] = 0x83;
+  image.writeUInt32LE(2048, entry + 8);
+  image.writeUInt32LE(bytes / 512 - 2048, entry + 12);
+  image[510] = 0x55;
+  image[511] = 0xaa;
+  return image;
 }

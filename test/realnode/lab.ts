@@ -9,7 +9,8 @@
  * server), .100–.199 leases of the conductors' dnsmasqs, .200–.249 the site DHCP server's.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, createReadStream, mkdirSync, readFileSync, statSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApi } from '../../src/api/server.js';
@@ -88,6 +89,13 @@ export interface Lab {
   /** The REST API (in this process; it reaches the conductors' RPC over the bridge). */
   app: FastifyInstance;
   databaseUrl: string;
+  /** The API's URL on the lab network (`http://<net>.1:<port>`): what a deploy agent in a VM reaches. */
+  apiUrl: string;
+  /**
+   * Serves `file` over HTTP on the lab network (as an operator's image server would) and returns
+   * its URL; the same path again gives the same URL.
+   */
+  serveFile(file: string): string;
   conductors: LabConductor[];
   machines: LabMachine[];
   /**
@@ -109,7 +117,7 @@ export interface Lab {
   /** SIGTERM (graceful: waits for its exit) or SIGKILL. */
   stopConductor(c: LabConductor, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   /** Defines a VM on the lab's tap and starts its BMC; one machine at a time (they share the tap): the previous BMCs stop. */
-  addMachine(name: string, firmware: Firmware, options?: Pick<VmSpec, 'memoryMiB' | 'rebootTimeoutMs'>): Promise<LabMachine>;
+  addMachine(name: string, firmware: Firmware, options?: Pick<VmSpec, 'memoryMiB' | 'rebootTimeoutMs' | 'disks'>): Promise<LabMachine>;
   /**
    * Powers a machine `on` or `off` (or reads `status`) through its BMC with ipmitool, as an operator
    * would, bypassing ironring: a reboot loop powers on, waits for the marker, and the ramdisk powers
@@ -159,6 +167,22 @@ export async function openLab(): Promise<Lab> {
     const config = loadConfig({ env: { IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(TEST_HEARTBEAT_TIMEOUT), IRONRING_JSON_RPC_SECRET_FILE: secretFile } }).config;
     const app = buildApi({ store, config, logger: createLogger({ level: 'silent', pretty: false }) });
     cleanups.push(() => app.close());
+    // Listening on the bridge too: deploy agents in the VMs look up and heartbeat here.
+    const apiUrl = await app.listen({ host: network.hostAddress, port: 0 });
+    const served = new Map<string, string>();
+    const files = http.createServer((req, res) => {
+      const file = served.get(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
+      if (file === undefined || req.method !== 'GET') {
+        res.writeHead(404).end();
+        return;
+      }
+      const size = statSync(file).size;
+      res.writeHead(200, { 'content-length': size, 'content-type': 'application/octet-stream' });
+      createReadStream(file).pipe(res);
+    });
+    await new Promise<void>((resolve) => files.listen(0, network.hostAddress, resolve));
+    cleanups.push(() => new Promise<void>((resolve) => files.close(() => resolve())));
+    const filesBase = `http://${network.hostAddress}:${(files.address() as { port: number }).port}`;
 
     const conductors: LabConductor[] = [];
     const machines: LabMachine[] = [];
@@ -177,6 +201,7 @@ export async function openLab(): Promise<Lab> {
           // dnsmasq files mode: the embedded ProxyDHCP responder would be a second DHCP server on
           // the wire (it binds 0.0.0.0:67 in the namespace). A ProxyDHCP scenario turns it on in env.
           IRONRING_DHCP_PROXY_ENABLED: 'false',
+          IRONRING_DEPLOY_AGENT_API_URL: apiUrl,
           ...c.env,
         },
       });
@@ -196,6 +221,13 @@ export async function openLab(): Promise<Lab> {
       store,
       app,
       databaseUrl: target.url,
+      apiUrl,
+      serveFile(file) {
+        const key = `/files/${served.size}/${path.basename(file)}`;
+        for (const [k, f] of served) if (f === file) return `${filesBase}${k}`;
+        served.set(key, file);
+        return `${filesBase}${key}`;
+      },
       conductors,
       machines,
       async addConductor(name, host, options = {}) {

@@ -20,6 +20,9 @@ export const REAL_NODE_PACKAGES = [
   'dnsmasq-base',
   'ipmitool',
   'python3-pyghmi',
+  'binutils',
+  'zstd',
+  'xz-utils',
 ] as const;
 
 let answer: boolean | undefined;

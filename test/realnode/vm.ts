@@ -29,6 +29,8 @@ export interface VmSpec {
    * there for good — as many real BIOSes do when no PXE server answered.
    */
   rebootTimeoutMs?: number;
+  /** Raw disk image files, attached as virtio disks in order (`/dev/vda`, `/dev/vdb`…). */
+  disks?: string[];
 }
 
 /** A VM's command and files. */
@@ -71,7 +73,10 @@ export function defineVm(spec: VmSpec): Vm {
     '-device', `virtio-net-pci,netdev=n0,mac=${spec.mac},${spec.firmware === 'bios' ? `disable-legacy=on,romfile=${VIRTIO_ROM}` : 'romfile='}`,
     '-serial', `file:${serialLog}`,
     '-pidfile', pidFile,
+    // Entropy at boot: without it node waits over a second in getrandom in the deploy ramdisk.
+    '-device', 'virtio-rng-pci',
   ];
+  for (const disk of spec.disks ?? []) command.push('-drive', `file=${disk},format=raw,if=virtio,cache=unsafe`);
   if (spec.firmware === 'uefi') {
     // A private copy of the variable store: OVMF writes its boot entries into it.
     const vars = path.join(spec.dir, `${spec.name}.ovmf-vars.fd`);

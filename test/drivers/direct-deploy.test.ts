@@ -1,0 +1,148 @@
+/**
+ * The `direct` deploy interface against a scripted agent (IPA's command API on a loopback port):
+ * what it refuses before touching anything, what each heartbeat moves, and that a conductor that
+ * never saw the deploy before (a take-over) goes on from what `driver_internal_info` records.
+ */
+import http from 'node:http';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index.js';
+import type { DriverTask } from '../../src/drivers/index.js';
+import { DIRECT_DEPLOY_KEY, WRITE_IMAGE_STEP } from '../../src/drivers/direct/direct-deploy.js';
+import { makeNode, PORTS, silentLogger } from './helpers.js';
+
+const DIGEST = 'ab'.repeat(32);
+const TOKEN = 'cd'.repeat(32);
+const IMAGE = { image_source: 'http://images.example/disk.raw', image_os_hash_algo: 'sha256', image_os_hash_value: DIGEST };
+
+interface Seen {
+  method: string;
+  url: string;
+  body: unknown;
+}
+
+/** A scripted agent: answers each request with what `answer` returns, records what it got. */
+async function scriptedAgent(answer: (req: Seen) => { status: number; body: unknown }): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
+  const seen: Seen[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString();
+      const got = { method: req.method ?? '', url: req.url ?? '', body: text === '' ? null : (JSON.parse(text) as unknown) };
+      seen.push(got);
+      const { status, body } = answer(got);
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+const result = (status: string, extra: Record<string, unknown> = {}) => ({ id: 'cmd-1', command_name: 'standby.prepare_image', command_params: {}, command_status: status, command_error: null, command_result: null, ...extra });
+
+function task(fields: { instance_info?: Record<string, unknown>; driver_internal_info?: Record<string, unknown>; properties?: Record<string, unknown> } = {}, apiUrl: string | null = 'http://api.example:6385', fake = new FakeHardwareState()): DriverTask {
+  const registry = createDriverRegistry({ fakeState: fake, agentApiUrl: apiUrl, agentClient: { timeoutSeconds: 5, attempts: 1 } });
+  const node = makeNode({ deploy_interface: 'direct', provision_state: 'wait call-back', instance_info: { ...IMAGE, ...fields.instance_info }, properties: fields.properties ?? {}, driver_internal_info: fields.driver_internal_info ?? {} });
+  return registry.bind({ node, ports: PORTS, logger: silentLogger, agentToken: TOKEN });
+}
+
+describe('direct deploy: validate', () => {
+  it.each([
+    [{ image_source: 'glance-image-id' }, 'instance_info.image_source must be an http:// or https:// URL'],
+    [{ image_source: 'http://user:pw@images.example/x.raw' }, 'must not carry a user name or password'],
+    [{ image_os_hash_algo: 'md5', image_os_hash_value: 'a'.repeat(32) }, 'instance_info.image_os_hash_algo must be one of sha256, sha384, sha512'],
+    [{ image_os_hash_value: 'xyz' }, 'instance_info.image_os_hash_value must be a sha256 digest'],
+    [{ image_os_hash_algo: undefined, image_os_hash_value: undefined, image_checksum: 'a'.repeat(32) }, 'is an md5 digest, which is not accepted'],
+    [{ image_disk_format: 'qcow2' }, 'instance_info.image_disk_format "qcow2" is not supported yet'],
+    [{ root_device: { colour: 'blue' } }, 'instance_info.root_device'],
+  ])('refuses %j, naming the field', async (change, message) => {
+    const t = task({ instance_info: change });
+    await expect(t.driver.deploy.validate(t)).rejects.toThrow(message);
+  });
+
+  it('accepts the legacy image_checksum as sha256 hex, and refuses without an API URL for the agent', async () => {
+    const legacy = task({ instance_info: { image_os_hash_algo: undefined, image_os_hash_value: undefined, image_checksum: `sha256:${DIGEST}` } });
+    await expect(legacy.driver.deploy.validate(legacy)).resolves.toBeUndefined();
+    const noUrl = task({}, null);
+    await expect(noUrl.driver.deploy.validate(noUrl)).rejects.toThrow('[deploy] agent_api_url is not set');
+  });
+
+  it('boots the deploy ramdisk from the network once and waits for the agent', async () => {
+    const fake = new FakeHardwareState();
+    const t = task({}, 'http://api.example:6385', fake);
+    expect(await t.driver.deploy.deploy(t)).toBe('wait');
+    expect(fake.peek(t.node.uuid)).toMatchObject({ prepared: 'ramdisk', bootDevice: 'pxe', persistent: false, power: 'power on' });
+  });
+});
+
+describe('direct deploy: heartbeats', () => {
+  let agent: Awaited<ReturnType<typeof scriptedAgent>>;
+  let script: (req: Seen) => { status: number; body: unknown };
+  beforeEach(async () => {
+    agent = await scriptedAgent((req) => script(req));
+  });
+  afterEach(async () => {
+    await agent.close();
+  });
+
+  it('first heartbeat: sends standby.prepare_image without waiting, with the image and the credential', async () => {
+    script = () => ({ status: 200, body: result('RUNNING') });
+    const t = task({ instance_info: { root_device: { serial: 'S1' } } });
+    const progress = await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10.0.0' });
+    expect(progress).toEqual({ kind: 'wait', internal: { [DIRECT_DEPLOY_KEY]: { phase: 'writing', command: 'cmd-1' }, deploy_step: WRITE_IMAGE_STEP } });
+    expect(agent.seen).toHaveLength(1);
+    expect(agent.seen[0]!.method).toBe('POST');
+    expect(agent.seen[0]!.url).toBe(`/v1/commands/?wait=false&agent_token=${TOKEN}`);
+    expect(agent.seen[0]!.body).toMatchObject({
+      name: 'standby.prepare_image',
+      params: { image_info: { urls: [IMAGE.image_source], os_hash_algo: 'sha256', os_hash_value: DIGEST, disk_format: 'raw', root_device: { serial: 'S1' } } },
+    });
+  });
+
+  it('a conductor taking the node over polls the recorded command: running → wait, succeeded → resume', async () => {
+    const internal = { [DIRECT_DEPLOY_KEY]: { phase: 'writing', command: 'cmd-1' } };
+    script = () => ({ status: 200, body: result('RUNNING') });
+    const t = task({ driver_internal_info: internal });
+    expect(await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10' })).toEqual({ kind: 'wait' });
+    expect(agent.seen.at(-1)).toMatchObject({ method: 'GET', url: `/v1/commands/cmd-1?agent_token=${TOKEN}` });
+    script = () => ({ status: 200, body: result('SUCCEEDED', { command_result: { result: 'prepare_image: image (disk.raw) written to device /dev/vda' } }) });
+    expect(await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10' })).toEqual({
+      kind: 'resume',
+      internal: { [DIRECT_DEPLOY_KEY]: { phase: 'written', command: 'cmd-1', result: 'prepare_image: image (disk.raw) written to device /dev/vda' }, deploy_step: {} },
+    });
+  });
+
+  it.each([
+    ['the command failed', () => ({ status: 200, body: result('FAILED', { command_error: { type: 'ImageChecksumMismatch', code: 409, message: 'digest mismatch', details: '' } }) }), 'write_image failed on the node: ImageChecksumMismatch: digest mismatch'],
+    ['the agent restarted and forgot it', () => ({ status: 404, body: { message: 'Command not found' } }), 'no longer knows its standby.prepare_image command cmd-1'],
+    ['the agent refuses the credential', () => ({ status: 401, body: { message: 'Token invalid.' } }), '401 Token invalid.'],
+    ['the agent answers garbage', () => ({ status: 200, body: { command_status: 'MAYBE' } }), 'not IPA\'s command API'],
+  ])('fails the deploy when %s', async (_, answer, message) => {
+    script = answer;
+    const t = task({ driver_internal_info: { [DIRECT_DEPLOY_KEY]: { phase: 'writing', command: 'cmd-1' } } });
+    const progress = await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10' });
+    expect(progress.kind).toBe('fail');
+    expect((progress as { error: string }).error).toContain(message);
+  });
+
+  it('fails, naming the agent, when it cannot be reached at all', async () => {
+    await agent.close();
+    const t = task();
+    const progress = await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10' });
+    expect(progress).toMatchObject({ kind: 'fail' });
+    expect((progress as { error: string }).error).toMatch(/did not take standby\.prepare_image: the agent at http:\/\/127\.0\.0\.1:\d+ could not be reached/);
+    agent = await scriptedAgent(() => ({ status: 500, body: {} }));
+  });
+
+  it('after the write: syncs through the agent, powers off, boots from disk for good, powers on', async () => {
+    script = (req) => ({ status: 200, body: { ...result('SUCCEEDED'), id: 'sync-1', command_name: (req.body as { name: string }).name } });
+    const fake = new FakeHardwareState();
+    const t = task({ driver_internal_info: { [DIRECT_DEPLOY_KEY]: { phase: 'written', command: 'cmd-1' }, agent_url: agent.url } }, 'http://api.example:6385', fake);
+    fake.machine(t.node).prepared = 'ramdisk';
+    const before = fake.machine(t.node).powerOns;
+    expect(await t.driver.deploy.deploy(t)).toBe('done');
+    expect(agent.seen.map((s) => (s.body as { name: string }).name)).toEqual(['standby.sync']);
+    expect(agent.seen[0]!.url).toContain('wait=true');
+    expect(fake.peek(t.node.uuid)).toMatchObject({ power: 'power on', bootDevice: 'disk', persistent: true, prepared: null, powerOns: before + 1 });
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * The `direct` deploy on a real machine: a qemu VM with a virtual disk, behind its virtual BMC,
+ * network-boots ironring's deploy ramdisk (`ironring ramdisk build`: the cloud kernel, busybox and
+ * node running `ironring agent`) from a real conductor; the agent looks the node up through the
+ * API, heartbeats, and streams a whole-disk image from an HTTP server onto /dev/vda; the conductor
+ * then powers the VM off, sets the boot device to disk for good through the BMC and powers it on,
+ * and the VM boots the image from its disk, whose boot code prints a marker on the serial console.
+ * A wrong digest ends as `deploy failed` with the agent's message, and nothing boots from the disk.
+ *
+ * Run alone with `npx vitest run test/realnode/direct-deploy.test.ts`; needs what the other
+ * real-node tests need (requirements.ts).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { api, makeAvailable, nodeStates, provision, waitForProvisionState } from './api.js';
+import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from './assets.js';
+import type { DeployRamdisk } from './assets.js';
+import { openLab } from './lab.js';
+import type { Lab, LabMachine } from './lab.js';
+import { realNodeAvailable } from './requirements.js';
+import { waitForMarker } from './vm.js';
+
+const available = realNodeAvailable();
+
+const STATE_TIMEOUT_MS = 90_000;
+/** From `active` requested to the image written: the ramdisk's boot (32 MB over HTTP, TCG) and the write. */
+const DEPLOY_TIMEOUT_MS = 300_000;
+const BOOT_TIMEOUT_MS = 120_000;
+const SCENARIO_TIMEOUT_MS = 600_000;
+const DISK_BYTES = 64 * 1024 * 1024;
+
+describe.skipIf(!available)('a real machine deployed to its disk by ironring agent (direct deploy)', () => {
+  let lab: Lab;
+  let ramdisk: DeployRamdisk;
+
+  beforeAll(async () => {
+    ramdisk = deployRamdiskAsset();
+    lab = await openLab();
+    await lab.addConductor('c1', 11);
+  }, 600_000);
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === 'fail') console.log(`real-node diagnostics after "${ctx.task.name}":\n${lab.diagnostics()}`);
+  });
+  afterAll(async () => {
+    await lab?.close();
+  }, 60_000);
+
+  /** A blank virtual disk for a machine, filled with a byte that no image starts with. */
+  function blankDisk(name: string): string {
+    const file = path.join(lab.network.slot.dir, `${name}.disk.raw`);
+    writeFileSync(file, Buffer.alloc(DISK_BYTES, 0xee));
+    return file;
+  }
+
+  function readStart(file: string, bytes: number): Buffer {
+    const fd = openSync(file, 'r');
+    try {
+      const buf = Buffer.alloc(bytes);
+      readSync(fd, buf, 0, bytes, 0);
+      return buf;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Enrolls `machine` as an ipmi node with the direct deploy and ironring's deploy ramdisk; to available. */
+  async function enrollDirect(machine: LabMachine): Promise<string> {
+    const created = await api(lab.app, 'POST', '/v1/nodes', {
+      name: machine.name,
+      driver: 'ipmi',
+      boot_interface: 'ipxe',
+      deploy_interface: 'direct',
+      properties: { capabilities: 'boot_mode:bios' },
+      driver_info: {
+        ipmi_address: lab.network.hostAddress,
+        ipmi_port: machine.bmc.port,
+        ipmi_username: machine.bmc.user,
+        ipmi_password: machine.bmc.password,
+        deploy_kernel: `file://${ramdisk.kernel.path}`,
+        deploy_kernel_checksum: ramdisk.kernel.checksum,
+        deploy_ramdisk: `file://${ramdisk.initramfs.path}`,
+        deploy_ramdisk_checksum: ramdisk.initramfs.checksum,
+        kernel_append_params: 'console=ttyS0 panic=-1',
+      },
+    });
+    expect(created.status, created.body).toBe(201);
+    const uuid = created.json<{ uuid: string }>().uuid;
+    const port = await api(lab.app, 'POST', '/v1/ports', { node_uuid: uuid, address: machine.mac, pxe_enabled: true });
+    expect(port.status, port.body).toBe(201);
+    await makeAvailable(lab.app, uuid, STATE_TIMEOUT_MS);
+    return uuid;
+  }
+
+  async function setImage(uuid: string, imageFile: string, digest: string): Promise<void> {
+    const res = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
+      { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile) },
+      { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha256' },
+      { op: 'add', path: '/instance_info/image_os_hash_value', value: digest },
+      { op: 'add', path: '/instance_info/root_device', value: { name: '/dev/vda' } },
+    ]);
+    expect(res.status, res.body).toBe(200);
+  }
+
+  const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+  it('writes a whole-disk image with the agent, then the VM boots it from its disk', async () => {
+    const disk = blankDisk('direct-bios');
+    const machine = await lab.addMachine('direct-bios', 'bios', { disks: [disk], memoryMiB: 1024 });
+    const uuid = await enrollDirect(machine);
+    const token = randomBytes(6).toString('hex');
+    const image = markerDiskImage(token);
+    const imageFile = path.join(lab.network.slot.dir, `image-${token}.raw`);
+    writeFileSync(imageFile, image);
+    await setImage(uuid, imageFile, sha256(image));
+
+    machine.vm.clearLog();
+    const started = Date.now();
+    await provision(lab.app, uuid, 'active');
+    await waitForProvisionState(lab.app, uuid, 'active', DEPLOY_TIMEOUT_MS);
+    const activeMs = Date.now() - started;
+    // The ramdisk ran the agent (its console says so) and the node is active with nothing left of the session.
+    const states = await nodeStates(lab.app, uuid);
+    expect(states).toMatchObject({ power_state: 'power on', last_error: null });
+    const node = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ driver_internal_info: Record<string, unknown>; deploy_step: unknown }>();
+    expect(node.driver_internal_info).not.toHaveProperty('agent_url');
+    expect(node.deploy_step).toEqual({});
+
+    const boot = await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+    console.log(`real node ${machine.name} (direct, ipxe, bios): active after ${activeMs} ms, disk marker ${boot.ms} ms later`);
+    // The image is on the disk, byte for byte, and the conductor told the BMC: disk, for good.
+    expect(sha256(readStart(disk, image.length))).toBe(sha256(image));
+    expect(machine.bmc.events).toEqual(expect.arrayContaining(['BOOTDEV network once', 'BOOTDEV hd persistent']));
+    await machine.bmc.stop();
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('ends as deploy failed with the agent\'s message when the image does not match its digest', async () => {
+    const disk = blankDisk('direct-bad');
+    const machine = await lab.addMachine('direct-bad', 'bios', { disks: [disk], memoryMiB: 1024 });
+    const uuid = await enrollDirect(machine);
+    const image = markerDiskImage(randomBytes(6).toString('hex'));
+    const imageFile = path.join(lab.network.slot.dir, 'image-bad.raw');
+    writeFileSync(imageFile, image);
+    const wrong = sha256(Buffer.from('not the image'));
+    await setImage(uuid, imageFile, wrong);
+    await provision(lab.app, uuid, 'active');
+    const failed = await waitForProvisionStateOrFail(uuid);
+    expect(failed.provision_state).toBe('deploy failed');
+    expect(failed.last_error).toContain('write_image failed on the node');
+    expect(failed.last_error).toContain(wrong);
+    expect(failed.last_error).toContain(sha256(image));
+    // Nothing bootable is left: the disk's first MiB is zeroed.
+    expect(readStart(disk, 1024 * 1024).every((b) => b === 0)).toBe(true);
+    await machine.bmc.stop();
+  }, SCENARIO_TIMEOUT_MS);
+
+  async function waitForProvisionStateOrFail(uuid: string) {
+    const end = Date.now() + DEPLOY_TIMEOUT_MS;
+    for (;;) {
+      const states = await nodeStates(lab.app, uuid);
+      if (states.provision_state === 'deploy failed' || states.provision_state === 'active') return states;
+      if (Date.now() > end) throw new Error(`node ${uuid} still ${states.provision_state}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+});
