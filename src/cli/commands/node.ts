@@ -92,6 +92,24 @@ export function readCleanSteps(value: string): CleanStepRequest[] {
   }
 }
 
+/** The instance_info patch of `node deploy --image URL --image-checksum algo:hex`; [] without --image. */
+export function imageInstanceInfo(image: string | undefined, checksum: string | undefined): Array<Record<string, unknown>> {
+  if (image === undefined) {
+    if (checksum !== undefined) throw new UsageError('--image-checksum: only with --image');
+    return [];
+  }
+  if (!/^https?:\/\/\S+$/.test(image)) throw new UsageError(`--image: expected an http:// or https:// URL, got ${JSON.stringify(image)}`);
+  if (checksum === undefined) throw new UsageError('--image-checksum: required with --image (e.g. sha256:<hex>); every image is verified');
+  const m = /^(sha256|sha384|sha512):([0-9a-fA-F]+)$/.exec(checksum);
+  const lengths: Record<string, number> = { sha256: 64, sha384: 96, sha512: 128 };
+  if (!m || m[2]!.length !== lengths[m[1]!]) throw new UsageError(`--image-checksum: expected sha256:<64 hex>, sha384:<96 hex> or sha512:<128 hex>, got ${JSON.stringify(checksum.slice(0, 140))}`);
+  return [
+    { op: 'add', path: '/instance_info/image_source', value: image },
+    { op: 'add', path: '/instance_info/image_os_hash_algo', value: m[1] },
+    { op: 'add', path: '/instance_info/image_os_hash_value', value: m[2]!.toLowerCase() },
+  ];
+}
+
 const PROVISION: Array<[string, string, string, string]> = [
   ['manage', 'manage', 'manageable', 'move a node to manageable (verifies its BMC credentials)'],
   ['provide', 'provide', 'available', 'make a manageable node available for deployment (after cleaning)'],
@@ -227,6 +245,11 @@ export function nodeCommand(): Command {
         `the steps to run, in order: a JSON list of {"interface", "step", "args"?} objects, @file holding one, or - for standard input; e.g. '${CLEAN_STEPS_EXAMPLE}'`,
       );
     }
+    if (verb === 'deploy') {
+      cmd
+        .addOption(new Option('--image <url>', 'the whole-disk image to write (direct deploy): sets instance_info.image_source first'))
+        .addOption(new Option('--image-checksum <algo:hex>', "the image's digest, e.g. sha256:<hex> (sha256, sha384 or sha512): sets image_os_hash_algo/value; required with --image"));
+    }
     cmd
       .addOption(
         new Option(
@@ -234,10 +257,12 @@ export function nodeCommand(): Command {
           `wait until the node rests (default 600 s): exit 0 when it ${settled ? `is ${settled}` : 'rests'}; exit 1 with its last_error on stderr as soon as it fails (a "* failed" state, error, or a rest elsewhere such as enroll after a failed BMC check)`,
         ),
       )
-      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string }, command: Command) => {
+      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string; image?: string; imageChecksum?: string }, command: Command) => {
         const seconds = waitSeconds(opts.wait, 600);
         const cleanSteps = opts.cleanSteps !== undefined ? readCleanSteps(opts.cleanSteps) : undefined;
+        const imagePatch = imageInstanceInfo(opts.image, opts.imageChecksum);
         const { base, format } = clientContext(command);
+        if (imagePatch.length > 0) await apiRequest(base, 'PATCH', `/v1/nodes/${encodeURIComponent(ident)}`, imagePatch);
         await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/provision`, { target, ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}) });
         if (seconds === null) return void process.stdout.write(`Requested ${verb} of node ${ident}\n`);
         const n = await waitForNode(base, ident, seconds);
