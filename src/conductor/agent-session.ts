@@ -118,7 +118,16 @@ export async function recordHeartbeat(deps: AgentSessionDeps, uuid: string, hear
     if (task.node.provision_state !== 'wait call-back') return;
     const driverTask = await deps.driverTask(task);
     const contact: AgentContact = { url: heartbeat.callbackUrl, version: heartbeat.agentVersion };
-    const progress = await driverTask.driver.deploy.heartbeat(driverTask, contact);
+    let progress = await driverTask.driver.deploy.heartbeat(driverTask, contact);
+    if (progress.kind === 'fail') {
+      // As Ironic's [deploy] power_off_after_deploy_failure: a failed node does not stay up
+      // running the deploy ramdisk. The failure stands whatever the BMC says.
+      try {
+        await driverTask.driver.power.setPowerState(driverTask, 'power off');
+      } catch (err) {
+        progress = { kind: 'fail', error: `${progress.error}; powering the node off failed too: ${(err as Error).message}` };
+      }
+    }
     handedOver = await applyProgress(deps, task, progress);
   } finally {
     if (!handedOver) await task.release();

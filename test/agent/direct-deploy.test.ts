@@ -183,6 +183,8 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
     const disk = await readFile(join(root, 'dev', 'vda'));
     expect(disk.subarray(0, MIB).every((b) => b === 0)).toBe(true);
     expect(failed.agent_token_hash).toBeNull();
+    // A failed node is powered off, as Ironic's power_off_after_deploy_failure does.
+    expect(fake.peek(uuid)).toMatchObject({ power: 'power off' });
   });
 
   it('refuses commands without the token or its digest, before reading the body', async () => {
