@@ -8,9 +8,8 @@
  * with its token alone (a stock IPA) refuses the digest with 401, which ends the deploy with that
  * message: see docs/deploy.md, "Who may command the agent".
  */
-import http from 'node:http';
-import https from 'node:https';
 import { IronringError } from '../common/errors.js';
+import { AnswerTooLarge, requestJson } from './http-json.js';
 import { AGENT_PATHS, MAX_AGENT_ANSWER_BYTES, parseCommandList, parseCommandResult } from './protocol.js';
 import type { AgentCommandName, AgentCommandResult } from './protocol.js';
 
@@ -102,52 +101,21 @@ export class AgentClient {
     throw new AgentCommandFailed(`the agent at ${base} could not be reached (${where}): ${(last as Error).message}`);
   }
 
-  private once(base: string, method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
+  private async once(base: string, method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
     const url = new URL(base.replace(/\/$/, '') + path);
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const transport = url.protocol === 'https:' ? https : http;
-    return new Promise((resolve, reject) => {
-      const req = transport.request(url, {
-        method,
-        timeout: this.timeoutMs,
-        headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
-        ...(signal ? { signal } : {}),
-        ...(url.protocol === 'https:' && this.options.ca ? { ca: this.options.ca } : {}),
-      });
-      req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${this.timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })));
-      req.on('error', reject);
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_AGENT_ANSWER_BYTES) {
-            res.destroy();
-            reject(new AgentCommandFailed(`the agent at ${base} answered more than ${MAX_AGENT_ANSWER_BYTES} bytes`));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown;
-          try {
-            json = text === '' ? null : JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) {
-            if (json === undefined) reject(new AgentCommandFailed(`the agent at ${base} answered ${status} with a body that is not JSON`, status));
-            else resolve(json);
-            return;
-          }
-          reject(new AgentCommandFailed(`the agent at ${base} refused ${method} ${url.pathname}: ${status} ${describeRefusal(json, text)}`, status));
-        });
-      });
-      req.end(payload);
-    });
+    let answer;
+    try {
+      answer = await requestJson({ method, url, body, timeoutMs: this.timeoutMs, maxBytes: MAX_AGENT_ANSWER_BYTES, ...(signal ? { signal } : {}), ...(this.options.ca ? { ca: this.options.ca } : {}) });
+    } catch (err) {
+      if (err instanceof AnswerTooLarge) throw new AgentCommandFailed(`the agent at ${base} answered more than ${MAX_AGENT_ANSWER_BYTES} bytes`);
+      throw err;
+    }
+    const { status, json, text } = answer;
+    if (status >= 200 && status < 300) {
+      if (json === undefined) throw new AgentCommandFailed(`the agent at ${base} answered ${status} with a body that is not JSON`, status);
+      return json;
+    }
+    throw new AgentCommandFailed(`the agent at ${base} refused ${method} ${url.pathname}: ${status} ${describeRefusal(json, text)}`, status);
   }
 }
 

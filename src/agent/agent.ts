@@ -17,10 +17,10 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import dgram from 'node:dgram';
 import { readFile, readdir } from 'node:fs/promises';
 import http from 'node:http';
-import https from 'node:https';
 import { join } from 'node:path';
 import { IronringError } from '../common/errors.js';
 import { agentTokenHash } from './agent-token.js';
+import { requestJson } from './http-json.js';
 import { COMMANDS, CommandFailed } from './agent-commands.js';
 import type { CommandContext } from './agent-commands.js';
 import type { WriteImageOptions } from './disk/index.js';
@@ -172,46 +172,17 @@ export class Agent {
   // ---- talking to the API -----------------------------------------------------------------
 
   private async api(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: unknown; headers: http.IncomingHttpHeaders }> {
-    const url = new URL(this.options.apiUrl.replace(/\/$/, '') + path);
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const transport = url.protocol === 'https:' ? https : http;
-    return new Promise((resolve, reject) => {
-      const req = transport.request(url, {
-        method,
-        timeout: 60_000,
-        signal: this.stopping.signal,
-        headers: {
-          accept: 'application/json',
-          'user-agent': `ironring-agent/${AGENT_VERSION}`,
-          'x-openstack-ironic-api-version': this.version,
-          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
-        },
-        ...(url.protocol === 'https:' && this.options.ca ? { ca: this.options.ca } : {}),
-      });
-      req.on('timeout', () => req.destroy(new Error('no answer within 60 s')));
-      req.on('error', reject);
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > 4 * 1024 * 1024) res.destroy(new Error('the API answered more than 4 MiB'));
-          else chunks.push(c);
-        });
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown = null;
-          try {
-            json = text === '' ? null : JSON.parse(text);
-          } catch {
-            json = text.slice(0, 256);
-          }
-          resolve({ status: res.statusCode ?? 0, json, headers: res.headers });
-        });
-      });
-      req.end(payload);
+    const answer = await requestJson({
+      method,
+      url: new URL(this.options.apiUrl.replace(/\/$/, '') + path),
+      body,
+      headers: { 'user-agent': `ironring-agent/${AGENT_VERSION}`, 'x-openstack-ironic-api-version': this.version },
+      timeoutMs: 60_000,
+      maxBytes: 4 * 1024 * 1024,
+      signal: this.stopping.signal,
+      ...(this.options.ca ? { ca: this.options.ca } : {}),
     });
+    return { status: answer.status, json: answer.json === undefined ? answer.text.slice(0, 256) : answer.json, headers: answer.headers };
   }
 
   /** The API version to ask for: the API's highest, up to 1.62 (tokens in heartbeats). */

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { waitUntil } from '../helpers/conductors.js';
 import type { LabMachine } from './lab.js';
-import type { BootAssets } from './assets.js';
+import type { Asset, BootAssets } from './assets.js';
 
 const HEADERS = { 'x-openstack-ironic-api-version': 'latest' };
 
@@ -70,6 +70,12 @@ export async function makeAvailable(app: FastifyInstance, node: string, timeoutM
 export interface EnrollOptions {
   bootInterface: 'pxe' | 'ipxe';
   bootMode: 'bios' | 'uefi';
+  /** Default `ramdisk`. */
+  deployInterface?: 'ramdisk' | 'direct';
+  /** The deploy kernel and ramdisk; default the lab's marker kernel and initrd. */
+  deployImages?: { kernel: Asset; ramdisk: Asset };
+  /** `driver_info.kernel_append_params`, the deploy ramdisk's command line. */
+  deployKernelParams?: string;
 }
 
 /**
@@ -82,17 +88,18 @@ export async function enrollMachine(app: FastifyInstance, machine: LabMachine, b
     name: machine.name,
     driver: 'ipmi',
     boot_interface: options.bootInterface,
-    deploy_interface: 'ramdisk',
+    deploy_interface: options.deployInterface ?? 'ramdisk',
     properties: { capabilities: `boot_mode:${options.bootMode}` },
     driver_info: {
       ipmi_address: bmcAddress,
       ipmi_port: machine.bmc.port,
       ipmi_username: machine.bmc.user,
       ipmi_password: machine.bmc.password,
-      deploy_kernel: `file://${assets.kernel.path}`,
-      deploy_kernel_checksum: assets.kernel.checksum,
-      deploy_ramdisk: `file://${assets.initrd.path}`,
-      deploy_ramdisk_checksum: assets.initrd.checksum,
+      deploy_kernel: `file://${(options.deployImages?.kernel ?? assets.kernel).path}`,
+      deploy_kernel_checksum: (options.deployImages?.kernel ?? assets.kernel).checksum,
+      deploy_ramdisk: `file://${(options.deployImages?.ramdisk ?? assets.initrd).path}`,
+      deploy_ramdisk_checksum: (options.deployImages?.ramdisk ?? assets.initrd).checksum,
+      ...(options.deployKernelParams !== undefined ? { kernel_append_params: options.deployKernelParams } : {}),
     },
   });
   if (created.status !== 201) throw new Error(`enrolling ${machine.name}: HTTP ${created.status} ${created.body}`);

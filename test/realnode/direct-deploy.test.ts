@@ -14,7 +14,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { api, makeAvailable, nodeStates, provision, waitForProvisionState } from './api.js';
+import { waitUntil } from '../helpers/conductors.js';
+import { api, enrollMachine, makeAvailable, nodeStates, provision, waitForProvisionState } from './api.js';
 import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from './assets.js';
 import type { DeployRamdisk } from './assets.js';
 import { openLab } from './lab.js';
@@ -67,35 +68,20 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
 
   /** Enrolls `machine` as an ipmi node with the direct deploy and ironring's deploy ramdisk; to available. */
   async function enrollDirect(machine: LabMachine): Promise<string> {
-    const created = await api(lab.app, 'POST', '/v1/nodes', {
-      name: machine.name,
-      driver: 'ipmi',
-      boot_interface: 'ipxe',
-      deploy_interface: 'direct',
-      properties: { capabilities: 'boot_mode:bios' },
-      driver_info: {
-        ipmi_address: lab.network.hostAddress,
-        ipmi_port: machine.bmc.port,
-        ipmi_username: machine.bmc.user,
-        ipmi_password: machine.bmc.password,
-        deploy_kernel: `file://${ramdisk.kernel.path}`,
-        deploy_kernel_checksum: ramdisk.kernel.checksum,
-        deploy_ramdisk: `file://${ramdisk.initramfs.path}`,
-        deploy_ramdisk_checksum: ramdisk.initramfs.checksum,
-        kernel_append_params: 'console=ttyS0 panic=-1',
-      },
+    const uuid = await enrollMachine(lab.app, machine, lab.network.hostAddress, lab.assets, {
+      bootInterface: 'ipxe',
+      bootMode: 'bios',
+      deployInterface: 'direct',
+      deployImages: { kernel: ramdisk.kernel, ramdisk: ramdisk.initramfs },
+      deployKernelParams: 'console=ttyS0 panic=-1',
     });
-    expect(created.status, created.body).toBe(201);
-    const uuid = created.json<{ uuid: string }>().uuid;
-    const port = await api(lab.app, 'POST', '/v1/ports', { node_uuid: uuid, address: machine.mac, pxe_enabled: true });
-    expect(port.status, port.body).toBe(201);
     await makeAvailable(lab.app, uuid, STATE_TIMEOUT_MS);
     return uuid;
   }
 
-  async function setImage(uuid: string, imageFile: string, digest: string): Promise<void> {
+  async function setImage(uuid: string, imageFile: string, digest: string, bytesPerSecond?: number): Promise<void> {
     const res = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
-      { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile) },
+      { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile, bytesPerSecond === undefined ? {} : { bytesPerSecond }) },
       { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha256' },
       { op: 'add', path: '/instance_info/image_os_hash_value', value: digest },
       { op: 'add', path: '/instance_info/root_device', value: { name: '/dev/vda' } },
@@ -153,6 +139,40 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     // Nothing bootable is left: the disk's first MiB is zeroed.
     expect(readStart(disk, 1024 * 1024).every((b) => b === 0)).toBe(true);
     await machine.bmc.stop();
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('a deploy whose owner stops gracefully during the image write completes under the new owner', async () => {
+    const second = await lab.addConductor('c2', 12);
+    await waitUntil(async () => (await second.proc!.status()).rings['']?.length === 2, STATE_TIMEOUT_MS, 'the second conductor to join the ring');
+    const disk = blankDisk('direct-move');
+    const machine = await lab.addMachine('direct-move', 'bios', { disks: [disk], memoryMiB: 1024 });
+    const uuid = await enrollDirect(machine);
+    const token = randomBytes(6).toString('hex');
+    // 24 MiB at 2 MiB/s: the write lasts about 12 s, time enough to stop the owner in the middle.
+    const image = markerDiskImage(token, 24 * 1024 * 1024);
+    const imageFile = path.join(lab.network.slot.dir, `image-${token}.raw`);
+    writeFileSync(imageFile, image);
+    await setImage(uuid, imageFile, sha256(image), 2 * 1024 * 1024);
+    machine.vm.clearLog();
+    await provision(lab.app, uuid, 'active');
+    await waitUntil(async () => {
+      const n = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ deploy_step: { step?: string }; provision_state: string }>();
+      if (n.provision_state === 'deploy failed') throw new Error('the deploy failed before the write');
+      return n.deploy_step.step === 'write_image';
+    }, DEPLOY_TIMEOUT_MS, 'the agent to start writing');
+    const before = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ conductor: string }>().conductor;
+    const owner = lab.conductors.find((c) => c.host === before)!;
+    const started = Date.now();
+    await lab.stopConductor(owner, 'SIGTERM');
+    console.log(`real node ${machine.name}: owner ${before} stopped during the write in ${Date.now() - started} ms`);
+    await waitForProvisionState(lab.app, uuid, 'active', DEPLOY_TIMEOUT_MS);
+    const after = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ conductor: string }>().conductor;
+    expect(after).not.toBe(before);
+    const boot = await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+    console.log(`real node ${machine.name}: finished by ${after}, disk marker ${boot.ms} ms after active`);
+    expect(sha256(readStart(disk, image.length))).toBe(sha256(image));
+    await machine.bmc.stop();
+    await lab.startConductor(owner);
   }, SCENARIO_TIMEOUT_MS);
 
   async function waitForProvisionStateOrFail(uuid: string) {

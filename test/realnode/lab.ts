@@ -95,7 +95,7 @@ export interface Lab {
    * Serves `file` over HTTP on the lab network (as an operator's image server would) and returns
    * its URL; the same path again gives the same URL.
    */
-  serveFile(file: string): string;
+  serveFile(file: string, options?: { bytesPerSecond?: number }): string;
   conductors: LabConductor[];
   machines: LabMachine[];
   /**
@@ -169,16 +169,33 @@ export async function openLab(): Promise<Lab> {
     cleanups.push(() => app.close());
     // Listening on the bridge too: deploy agents in the VMs look up and heartbeat here.
     const apiUrl = await app.listen({ host: network.hostAddress, port: 0 });
-    const served = new Map<string, string>();
+    const served = new Map<string, { file: string; bytesPerSecond?: number }>();
     const files = http.createServer((req, res) => {
-      const file = served.get(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
-      if (file === undefined || req.method !== 'GET') {
+      const entry = served.get(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
+      if (entry === undefined || req.method !== 'GET') {
         res.writeHead(404).end();
         return;
       }
-      const size = statSync(file).size;
+      const size = statSync(entry.file).size;
       res.writeHead(200, { 'content-length': size, 'content-type': 'application/octet-stream' });
-      createReadStream(file).pipe(res);
+      if (entry.bytesPerSecond === undefined) {
+        createReadStream(entry.file).pipe(res);
+        return;
+      }
+      // A slow image server: 64 KiB at a time at the given rate (a scenario that needs the write to last).
+      const rate = entry.bytesPerSecond;
+      void (async () => {
+        const started = Date.now();
+        let sent = 0;
+        for await (const chunk of createReadStream(entry.file, { highWaterMark: 64 * 1024 }) as AsyncIterable<Buffer>) {
+          if (res.destroyed) return;
+          if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
+          sent += chunk.length;
+          const ahead = (sent / rate) * 1000 - (Date.now() - started);
+          if (ahead > 0) await new Promise((r) => setTimeout(r, ahead));
+        }
+        res.end();
+      })().catch(() => res.destroy());
     });
     await new Promise<void>((resolve) => files.listen(0, network.hostAddress, resolve));
     cleanups.push(() => new Promise<void>((resolve) => files.close(() => resolve())));
@@ -222,10 +239,10 @@ export async function openLab(): Promise<Lab> {
       app,
       databaseUrl: target.url,
       apiUrl,
-      serveFile(file) {
+      serveFile(file, options = {}) {
+        for (const [k, e] of served) if (e.file === file && e.bytesPerSecond === options.bytesPerSecond) return `${filesBase}${k}`;
         const key = `/files/${served.size}/${path.basename(file)}`;
-        for (const [k, f] of served) if (f === file) return `${filesBase}${k}`;
-        served.set(key, file);
+        served.set(key, { file, ...(options.bytesPerSecond !== undefined ? { bytesPerSecond: options.bytesPerSecond } : {}) });
         return `${filesBase}${key}`;
       },
       conductors,
