@@ -161,7 +161,8 @@ mount -t devtmpfs dev /dev 2>/dev/null
 mkdir -p /dev/pts /tmp /run /root
 mount -t tmpfs tmp /tmp
 echo "ironring deploy ramdisk: kernel $(uname -r)"
-for m in $(cat /etc/modules); do insmod /lib/modules/$m.ko 2>/dev/null; done
+# Dependencies come first in /etc/modules; a second pass catches one that was not ready yet.
+for pass in 1 2; do for m in $(cat /etc/modules); do grep -q "^$m " /proc/modules || insmod /lib/modules/$m.ko 2>/dev/null; done; done
 ip link set lo up
 for dev in /sys/class/net/*; do n=\${dev##*/}; [ "$n" = lo ] || ip link set "$n" up; done
 got=
