@@ -181,7 +181,7 @@ export function deployRamdiskAsset(cacheRoot = defaultCacheRoot()): DeployRamdis
   for (const file of [...jsFiles(path.join(DIST, 'agent')), ...jsFiles(path.join(DIST, 'common')), path.join(DIST, 'ramdisk', 'build.js')]) hash.update(file).update(readFileSync(file));
   const key = `deploy-ramdisk-${hash.digest('hex').slice(0, 16)}`;
   const initramfs = cachedBuild(cacheRoot, key, 'deploy.initramfs', (dir) => {
-    buildRamdisk({ output: dir, dist: DIST, level: 10 });
+    buildRamdisk({ output: dir, dist: DIST, level: 6 });
   });
   const kernel = path.join(path.dirname(initramfs), 'deploy.kernel');
   return { kernel: { path: kernel, checksum: sha256File(kernel) }, initramfs: { path: initramfs, checksum: sha256File(initramfs) } };
