@@ -64,7 +64,7 @@ export function buildNodeSpec(node: BootNode, ports: readonly BootPort[], images
   if (label === 'deploy' && chosen.deployKernel === undefined) throw new InvalidBootInput('node.label', 'deploy needs images.deployKernel and images.deployRamdisk');
   if (label === 'boot_ramdisk' && chosen.kernel === undefined) throw new InvalidBootInput('node.label', 'boot_ramdisk needs images.kernel and images.ramdisk');
   // A label only for an image pair the node has: a config never names a file that is not there.
-  const labels: BootLabel[] = [...(chosen.deployKernel ? (['deploy'] as const) : []), ...(chosen.kernel ? (['boot_ramdisk'] as const) : [])];
+  const labels: BootLabel[] = [...(chosen.deployKernel ? (['deploy'] as const) : []), ...(chosen.kernel ? (['boot_ramdisk'] as const) : []), ...(label === 'localboot' ? (['localboot'] as const) : [])];
   if (iface === 'ipxe' && (settings.httpUrl === undefined || settings.roots.httpRoot === undefined)) {
     throw new InvalidBootInput('node.bootInterface', 'ipxe needs httpRoot and httpUrl');
   }

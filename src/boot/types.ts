@@ -14,9 +14,17 @@ export type BootMode = (typeof BOOT_MODES)[number];
 export const BOOT_INTERFACES = ['pxe', 'ipxe'] as const;
 export type BootInterface = (typeof BOOT_INTERFACES)[number];
 
-/** Template labels: boot the deploy ramdisk, or boot the instance's kernel and ramdisk. */
+/** Template labels that boot images: the deploy ramdisk, or the instance's kernel and ramdisk. */
 export const BOOT_LABELS = ['deploy', 'boot_ramdisk'] as const;
-export type BootLabel = (typeof BOOT_LABELS)[number];
+/**
+ * The label that boots no image: it hands the machine over to its local disk (an instance the
+ * `direct` deploy wrote), for firmware that tries the network before the disk whatever the BMC
+ * was told (Ironic's netboot fallback).
+ */
+export const LOCAL_BOOT_LABEL = 'localboot';
+export type BootLabel = (typeof BOOT_LABELS)[number] | typeof LOCAL_BOOT_LABEL;
+/** Every label, in template order. */
+export const ALL_BOOT_LABELS: readonly BootLabel[] = [...BOOT_LABELS, LOCAL_BOOT_LABEL];
 
 /** Config file formats, one per boot loader. */
 export const CONFIG_FORMATS = ['pxelinux', 'ipxe', 'grub'] as const;

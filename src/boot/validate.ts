@@ -4,7 +4,7 @@
  */
 import { isUuid } from '../common/uuid.js';
 import { InvalidBootInput } from './errors.js';
-import { BOOT_INTERFACES, BOOT_LABELS, BOOT_MODES, CHECKSUM_ALGORITHMS } from './types.js';
+import { ALL_BOOT_LABELS, BOOT_INTERFACES, BOOT_MODES, CHECKSUM_ALGORITHMS } from './types.js';
 import type { BootInterface, BootLabel, BootMode, ChecksumAlgorithm } from './types.js';
 
 const MAC = /^[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}$/i;
@@ -70,6 +70,6 @@ function oneOf<T extends string>(allowed: readonly T[], value: string | undefine
 }
 
 export const checkBootMode = (v: string | undefined): BootMode => oneOf(BOOT_MODES, v, 'bios', 'node.bootMode');
-export const checkLabel = (v: string | undefined): BootLabel => oneOf(BOOT_LABELS, v, 'deploy', 'node.label');
+export const checkLabel = (v: string | undefined): BootLabel => oneOf(ALL_BOOT_LABELS, v, 'deploy', 'node.label');
 export const checkInterface = (v: string | undefined, fallback: BootInterface): BootInterface =>
   oneOf(BOOT_INTERFACES, v, fallback, 'node.bootInterface');

@@ -17,8 +17,14 @@ export interface BootInterface {
    * from `instance_info`. Idempotent; this is also what a conductor taking a node over runs.
    */
   prepareInstance(task: DriverTask): Promise<void>;
-  /** Removes what `prepareInstance` set up. Idempotent. */
+  /** Removes what `prepareInstance` (or `prepareLocalBoot`) set up. Idempotent. */
   cleanUpInstance(task: DriverTask): Promise<void>;
+  /**
+   * Makes the node's network boot hand over to its local disk, where an instance was written
+   * (`direct` deploy): for firmware that tries the network first whatever the BMC was told. Needs
+   * no image. Idempotent; this is what a conductor taking such a node over runs.
+   */
+  prepareLocalBoot(task: DriverTask): Promise<void>;
   /**
    * Checks, without side effects, that the node has what this interface needs (deploy images,
    * pxe-enabled ports…). Throws `InvalidParameterValue` naming the field.

@@ -156,8 +156,8 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
     expect(sha256(disk.subarray(0, image.length))).toBe(sha256(image));
     // Past the image the disk is as it was: only the image's bytes were written.
     expect(disk[image.length]).toBe(0x11);
-    // The node now boots its own disk, for good, with no deploy ramdisk left on the conductor.
-    expect(fake.peek(uuid)).toMatchObject({ power: 'power on', bootDevice: 'disk', persistent: true, prepared: null });
+    // The node now boots its own disk, for good; its network boot entry hands over to that disk.
+    expect(fake.peek(uuid)).toMatchObject({ power: 'power on', bootDevice: 'disk', persistent: true, prepared: 'localboot' });
     // The agent session ended with the deploy: token, URL and the deploy's progress are gone.
     expect(done.agent_token_hash).toBeNull();
     const internal = typeof done.driver_internal_info === 'string' ? JSON.parse(done.driver_internal_info) : done.driver_internal_info;

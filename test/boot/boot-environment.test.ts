@@ -349,3 +349,17 @@ describe('options', () => {
     expect(() => s.env({ dhcpHostsDir: s.hostsDir, dhcpOptsDir: s.optsDir, tftpServer: undefined })).toThrow(InvalidBootInput);
   });
 });
+
+describe('a local-boot entry', () => {
+  it('needs no image: a config that boots the disk, linked per MAC, and switching from the deploy ramdisk removes its images', async () => {
+    const env = s.env();
+    await env.prepare({ uuid: UUID_A }, ports, images);
+    const changes = await env.prepare({ uuid: UUID_A, label: 'localboot' }, ports, {});
+    expect(changes.written).toContain(join(s.tftpRoot, UUID_A, 'config'));
+    expect(await readFile(join(s.tftpRoot, 'pxelinux.cfg/01-52-54-00-12-34-56'), 'utf8')).toBe('default localboot\n\nlabel localboot\nlocalboot 0\n');
+    // No image is left in the node's directory: only its config and the record of its MACs.
+    expect((await tree(join(s.tftpRoot, UUID_A))).sort()).toEqual(['config', 'macs']);
+    // Current: a second prepare writes nothing.
+    expect(await env.prepare({ uuid: UUID_A, label: 'localboot' }, ports, {})).toEqual({ uuid: UUID_A, written: [], removed: [] });
+  });
+});

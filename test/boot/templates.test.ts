@@ -246,3 +246,25 @@ describe('GRUB kernel parameters', () => {
     expect(text).toContain(`linux ${UUID}/deploy_kernel console=ttyS0,115200n8 nofb ip=dhcp ipa-api-url=http://10.0.0.5:6385\n`);
   });
 });
+
+describe('the localboot label (an instance on the local disk)', () => {
+  const local: BootConfigParams = { ...base, label: 'localboot', labels: ['localboot'] };
+  it('PXELINUX boots the first hard disk', () => {
+    expect(renderBootConfig('pxelinux', local)).toBe('default localboot\n\nlabel localboot\nlocalboot 0\n');
+  });
+  it('GRUB hands back to the firmware, which goes on to the disk', () => {
+    expect(renderBootConfig('grub', local)).toContain('set default=localboot');
+    expect(renderBootConfig('grub', local)).toContain('menuentry "localboot" {\n    exit\n}');
+  });
+  it('iPXE sanboots the first BIOS disk, else exits with an error so that UEFI goes on; names no image', () => {
+    const text = renderBootConfig('ipxe', local);
+    expect(missingLabels(text)).toEqual([]);
+    expect(text).toContain('goto localboot');
+    expect(text).toContain(':localboot\necho Booting from the local disk\nsanboot --no-describe --drive 0x80 || goto localboot_exit\n:localboot_exit\nexit 1\n');
+    expect(text).not.toMatch(/^(kernel|initrd) /m);
+  });
+  it('is held only when asked for: image configs stay as they were', () => {
+    for (const format of CONFIG_FORMATS) expect(renderBootConfig(format, base)).not.toContain('localboot');
+    expect(() => renderBootConfig('pxelinux', { ...base, label: 'localboot' })).toThrow(InvalidBootInput);
+  });
+});

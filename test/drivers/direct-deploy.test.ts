@@ -134,7 +134,7 @@ describe('direct deploy: heartbeats', () => {
     agent = await scriptedAgent(() => ({ status: 500, body: {} }));
   });
 
-  it('after the write: syncs through the agent, powers off, boots from disk for good, powers on', async () => {
+  it('after the write: syncs through the agent, powers off, boots from disk for good (BMC and network entry), powers on', async () => {
     script = (req) => ({ status: 200, body: { ...result('SUCCEEDED'), id: 'sync-1', command_name: (req.body as { name: string }).name } });
     const fake = new FakeHardwareState();
     const t = task({ driver_internal_info: { [DIRECT_DEPLOY_KEY]: { phase: 'written', command: 'cmd-1' }, agent_url: agent.url } }, 'http://api.example:6385', fake);
@@ -143,6 +143,6 @@ describe('direct deploy: heartbeats', () => {
     expect(await t.driver.deploy.deploy(t)).toBe('done');
     expect(agent.seen.map((s) => (s.body as { name: string }).name)).toEqual(['standby.sync']);
     expect(agent.seen[0]!.url).toContain('wait=true');
-    expect(fake.peek(t.node.uuid)).toMatchObject({ power: 'power on', bootDevice: 'disk', persistent: true, prepared: null, powerOns: before + 1 });
+    expect(fake.peek(t.node.uuid)).toMatchObject({ power: 'power on', bootDevice: 'disk', persistent: true, prepared: 'localboot', powerOns: before + 1 });
   });
 });

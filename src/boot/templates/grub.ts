@@ -55,6 +55,8 @@ export function renderGrub(p: BootConfigParams): string {
       '}',
       '',
     ],
+    // Back to the firmware, which goes on to its next boot entry: the disk.
+    localboot: ['menuentry "localboot" {', '    exit', '}', ''],
   };
   return [`set default=${p.label}`, 'set timeout=5', 'set hidden_timeout_quiet=false', '', ...renderedLabels(p).flatMap((label) => entries[label])].join('\n');
 }

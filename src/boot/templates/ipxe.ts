@@ -102,6 +102,9 @@ export function renderIpxe(p: BootConfigParams): string {
     deploy: () =>
       entry('deploy', joinParams(`${base}/${NODE_FILES.deployKernel}`, p.appendParams, p.deployParams, 'BOOTIF=${mac}'), NODE_FILES.deployRamdisk),
     boot_ramdisk: () => entry('boot_ramdisk', joinParams(`${base}/${NODE_FILES.kernel}`, 'root=/dev/ram0', p.appendParams, p.ramdiskParams), NODE_FILES.ramdisk),
+    // The first BIOS disk; where that fails (UEFI, no such disk), `exit 1` hands back to the
+    // firmware with an error, on which UEFI firmware goes on to its next boot entry.
+    localboot: () => [':localboot', 'echo Booting from the local disk', 'sanboot --no-describe --drive 0x80 || goto localboot_exit', ':localboot_exit', 'exit 1', ''],
   };
   const { attempts } = IPXE_RETRY;
   return [

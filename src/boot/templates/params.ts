@@ -1,6 +1,6 @@
 /** What every boot config template is rendered from: plain values, no I/O. */
 import type { BootLabel } from '../types.js';
-import { BOOT_LABELS } from '../types.js';
+import { ALL_BOOT_LABELS, BOOT_LABELS } from '../types.js';
 import { InvalidBootInput } from '../errors.js';
 
 /** Inputs of the PXELINUX, iPXE and GRUB templates. */
@@ -33,9 +33,9 @@ export function joinParams(...parts: (string | undefined)[]): string {
 
 /** The labels to render, in template order; throws when the active label is not among them. */
 export function renderedLabels(p: BootConfigParams): BootLabel[] {
-  const wanted = p.labels ?? BOOT_LABELS;
+  const wanted: readonly BootLabel[] = p.labels ?? BOOT_LABELS;
   if (!wanted.includes(p.label)) throw new InvalidBootInput('label', `${p.label} is not among the labels the config holds (${wanted.join(', ') || 'none'})`);
-  return BOOT_LABELS.filter((l) => wanted.includes(l));
+  return ALL_BOOT_LABELS.filter((l) => wanted.includes(l));
 }
 
 /** Image file names inside the node directory, the same in every layout. */

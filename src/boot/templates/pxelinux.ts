@@ -24,6 +24,8 @@ export function renderPxelinux(p: BootConfigParams): string {
       `append ${joinParams(`initrd=${dir}/${NODE_FILES.ramdisk}`, 'root=/dev/ram0', p.appendParams, p.ramdiskParams)}`,
       '',
     ],
+    // The BIOS's first hard disk.
+    localboot: ['label localboot', 'localboot 0', ''],
   };
   return [`default ${p.label}`, '', ...renderedLabels(p).flatMap((label) => entries[label])].join('\n');
 }

@@ -11,8 +11,9 @@
  *    records the command → the node stays in `wait call-back`, `deploy_step` `write_image`.
  * 3. Later heartbeats ask the agent how that command went: running → wait; failed → `deploy failed`
  *    with the agent's message; succeeded → `resume`: back to `deploying`.
- * 4. `deploy` again (phase `written`): flush the disk through the agent, power off, remove the
- *    deploy boot files, boot device disk (persistent), power on → `active`.
+ * 4. `deploy` again (phase `written`): flush the disk through the agent, power off, replace the
+ *    deploy ramdisk's entry by one that boots the local disk, boot device disk (persistent), power
+ *    on → `active`.
  */
 import { AgentClient } from '../../agent/agent-client.js';
 import type { AgentEndpoint } from '../../agent/agent-client.js';
@@ -139,7 +140,9 @@ export class DirectDeploy implements DeployInterface {
       }
     }
     await power.setPowerState(task, 'power off');
-    await boot.cleanUpRamdisk(task);
+    // The deploy ramdisk's entry gives way to one that boots the local disk (firmware that tries
+    // the network first still ends on the disk); the BMC is told disk too.
+    await boot.prepareLocalBoot(task);
     await management.setBootDevice(task, 'disk', true);
     await power.setPowerState(task, 'power on');
     return 'done';
@@ -147,7 +150,7 @@ export class DirectDeploy implements DeployInterface {
 
   async tearDown(task: DriverTask): Promise<void> {
     await task.driver.power.setPowerState(task, 'power off');
-    await task.driver.boot.cleanUpRamdisk(task);
+    await task.driver.boot.cleanUpInstance(task);
   }
 
   async cleanUp(task: DriverTask): Promise<void> {
@@ -156,7 +159,8 @@ export class DirectDeploy implements DeployInterface {
 
   /**
    * Rebuilds the deploy ramdisk's boot files where the node boots it (a deploy waiting for its
-   * agent). An active node boots from its own disk: nothing on any conductor.
+   * agent). An active node boots from its own disk: its owner keeps only the entry that hands the
+   * network boot over to that disk — no image moves with it.
    */
   async takeOver(task: DriverTask): Promise<void> {
     switch (bootNeed(task.node.provision_state ?? '')) {
@@ -165,6 +169,8 @@ export class DirectDeploy implements DeployInterface {
         await task.driver.boot.prepareRamdisk(task, { 'ipa-api-url': this.apiUrl() });
         return;
       case 'instance':
+        await task.driver.boot.prepareLocalBoot(task);
+        return;
       case 'none':
         return;
     }

@@ -19,9 +19,13 @@ export class FakeBoot implements BootInterface {
     this.state.machine(task.node).prepared = 'instance';
   }
 
+  async prepareLocalBoot(task: DriverTask): Promise<void> {
+    this.state.machine(task.node).prepared = 'localboot';
+  }
+
   async cleanUpInstance(task: DriverTask): Promise<void> {
     const machine = this.state.machine(task.node);
-    if (machine.prepared === 'instance') machine.prepared = null;
+    if (machine.prepared === 'instance' || machine.prepared === 'localboot') machine.prepared = null;
   }
 
   async validate(): Promise<void> {}

@@ -9,7 +9,7 @@ import type { PowerState } from '../power.js';
 import type { DriverNode } from '../task.js';
 
 /** What the fake boot interface has prepared for a node. */
-export const FAKE_BOOT_LABELS = ['ramdisk', 'instance'] as const;
+export const FAKE_BOOT_LABELS = ['ramdisk', 'instance', 'localboot'] as const;
 export type FakeBootLabel = (typeof FAKE_BOOT_LABELS)[number];
 
 /** One simulated machine. */

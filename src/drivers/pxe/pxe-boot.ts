@@ -73,6 +73,10 @@ export class PxeBoot implements BootInterface {
     await this.environment.prepare(node, task.ports, images);
   }
 
+  async prepareLocalBoot(task: DriverTask): Promise<void> {
+    await this.environment.prepare(this.bootNode(task, 'localboot'), task.ports, {});
+  }
+
   async cleanUpInstance(task: DriverTask): Promise<void> {
     await this.environment.cleanUp({ uuid: task.node.uuid }, task.ports);
   }
