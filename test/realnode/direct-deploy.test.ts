@@ -118,6 +118,15 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     // The image is on the disk, byte for byte, and the conductor told the BMC: disk, for good.
     expect(sha256(readStart(disk, image.length))).toBe(sha256(image));
     expect(machine.bmc.events).toEqual(expect.arrayContaining(['BOOTDEV network once', 'BOOTDEV hd persistent']));
+
+    // Firmware that boots the network first whatever it was told: the owner's local-boot entry
+    // (iPXE sanboot of the first disk) still ends on the disk.
+    lab.power(machine, 'off');
+    lab.ipmitool(machine, ['chassis', 'bootdev', 'pxe']);
+    machine.vm.clearLog();
+    lab.power(machine, 'on');
+    const again = await waitForMarker(machine.vm.serialLog, new RegExp(`Booting from the local disk[\\s\\S]*${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+    console.log(`real node ${machine.name}: network boot handed over to the disk, marker after ${again.ms} ms`);
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 

@@ -124,6 +124,8 @@ export interface Lab {
    * itself off. Resolves to ipmitool's output; throws when it fails.
    */
   power(machine: LabMachine, action: 'on' | 'off' | 'status'): string;
+  /** Runs `ipmitool <args>` against a machine's BMC (e.g. `chassis bootdev pxe`); its output, or throws. */
+  ipmitool(machine: LabMachine, args: readonly string[]): string;
   /** The last lines of every conductor's output, dnsmasq log and serial console: what to print when a scenario fails. */
   diagnostics(): string;
   close(): Promise<void>;
@@ -295,8 +297,11 @@ export async function openLab(): Promise<Lab> {
         return machine;
       },
       power(machine, action) {
-        const res = spawnSync('ipmitool', ['-I', 'lanplus', '-H', network.hostAddress, '-p', String(machine.bmc.port), '-U', machine.bmc.user, '-P', machine.bmc.password, 'power', action], { encoding: 'utf8', timeout: 60_000 });
-        if (res.status !== 0) throw new Error(`ipmitool power ${action} for ${machine.name} exited ${res.status}: ${res.stderr.trim()}`);
+        return lab.ipmitool(machine, ['power', action]);
+      },
+      ipmitool(machine, args) {
+        const res = spawnSync('ipmitool', ['-I', 'lanplus', '-H', network.hostAddress, '-p', String(machine.bmc.port), '-U', machine.bmc.user, '-P', machine.bmc.password, ...args], { encoding: 'utf8', timeout: 60_000 });
+        if (res.status !== 0) throw new Error(`ipmitool ${args.join(' ')} for ${machine.name} exited ${res.status}: ${res.stderr.trim()}`);
         return res.stdout.trim();
       },
       diagnostics() {
