@@ -104,8 +104,12 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     machine.vm.clearLog();
     const started = Date.now();
     await provision(lab.app, uuid, 'active');
+    // How long the deploy ramdisk takes to boot and the agent to find its node (for docs/deploy.md).
+    const agentUp = waitForMarker(machine.vm.serialLog, /IRONRING-AGENT-STARTING/, DEPLOY_TIMEOUT_MS);
+    const agentFound = waitForMarker(machine.vm.serialLog, /ironring-agent: \S+ found node/, DEPLOY_TIMEOUT_MS);
     await waitForProvisionState(lab.app, uuid, 'active', DEPLOY_TIMEOUT_MS);
     const activeMs = Date.now() - started;
+    console.log(`real node ${machine.name}: ramdisk's /init ran the agent ${(await agentUp).ms} ms after deploy, the agent found its node at ${(await agentFound).ms} ms`);
     // The ramdisk ran the agent (its console says so) and the node is active with nothing left of the session.
     const states = await nodeStates(lab.app, uuid);
     expect(states).toMatchObject({ power_state: 'power on', last_error: null });
