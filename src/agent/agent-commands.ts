@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { open } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import { InvalidParameter, IronringError } from '../common/errors.js';
-import { chooseRootDevice, getPartitionUuids, scanBlockDevices, writeImage } from './disk/index.js';
+import { chooseRootDevice, decodeConfigDrive, deviceBytes, getPartitionUuids, scanBlockDevices, writeConfigDrive, writeImage } from './disk/index.js';
 import type { WriteImageOptions, WriteImageResult } from './disk/index.js';
 
 /** A command IPA's API knows, and whether it ends after the answer. */
@@ -71,9 +71,12 @@ export function parseImageInfo(value: unknown): { id: string; url: string; algo:
 
 async function prepareImage(params: Record<string, unknown>, context: CommandContext): Promise<string> {
   const info = parseImageInfo(params.image_info);
-  if (params.configdrive !== undefined && params.configdrive !== null && params.configdrive !== '') {
-    throw new CommandFailed('configdrive: writing a config drive is not supported by this agent yet; deploy without one', 'InvalidCommandParamsError');
+  const configdrive = params.configdrive;
+  if (configdrive !== undefined && configdrive !== null && typeof configdrive !== 'string') {
+    throw new CommandFailed('configdrive: expected gzipped base64 text or its URL (the JSON form is built by the conductor)', 'InvalidCommandParamsError');
   }
+  // Decoded before anything is written: a bad config drive leaves the disk as it was.
+  const iso = typeof configdrive === 'string' && configdrive !== '' ? await decodeConfigDrive(configdrive, context.signal) : null;
   const hints = info.rootDevice ?? context.node?.instance_info.root_device ?? context.node?.properties.root_device;
   const scan = await scanBlockDevices({ sysRoot: context.sysRoot, devRoot: context.devRoot });
   const device = chooseRootDevice(scan.devices, hints, { skipped: scan.skipped });
@@ -87,13 +90,19 @@ async function prepareImage(params: Record<string, unknown>, context: CommandCon
     wholeDisk: true,
   });
   context.setLastDevice(device.name);
+  let drive = '';
+  if (iso !== null) {
+    const target = device.name.replace(/^\/dev/, context.devRoot);
+    const part = await writeConfigDrive(target, await deviceBytes(target, context.sysRoot), iso);
+    drive = `, config drive on partition ${part.number}`;
+  }
   let rootUuid = '';
   try {
     rootUuid = (await getPartitionUuids(device.name.replace(/^\/dev/, context.devRoot)))['root uuid'];
   } catch {
     // An image without a partition table still boots nothing we can name; the digest matched.
   }
-  return `prepare_image: image (${info.id}) written to device ${device.name} root_uuid=${rootUuid} (${result.bytes} bytes, ${result.algo} verified, ${result.seconds.toFixed(1)} s)`;
+  return `prepare_image: image (${info.id}) written to device ${device.name} root_uuid=${rootUuid} (${result.bytes} bytes, ${result.algo} verified, ${result.seconds.toFixed(1)} s${drive})`;
 }
 
 async function syncDisks(context: CommandContext): Promise<void> {

@@ -119,23 +119,25 @@ export async function recordHeartbeat(deps: AgentSessionDeps, uuid: string, hear
     const driverTask = await deps.driverTask(task);
     const contact: AgentContact = { url: heartbeat.callbackUrl, version: heartbeat.agentVersion };
     let progress = await driverTask.driver.deploy.heartbeat(driverTask, contact);
+    let changes: NodePatch = {};
     if (progress.kind === 'fail') {
       // As Ironic's [deploy] power_off_after_deploy_failure: a failed node does not stay up
       // running the deploy ramdisk. The failure stands whatever the BMC says.
       try {
         await driverTask.driver.power.setPowerState(driverTask, 'power off');
+        changes = { power_state: 'power off' };
       } catch (err) {
         progress = { kind: 'fail', error: `${progress.error}; powering the node off failed too: ${(err as Error).message}` };
       }
     }
-    handedOver = await applyProgress(deps, task, progress);
+    handedOver = await applyProgress(deps, task, progress, changes);
   } finally {
     if (!handedOver) await task.release();
   }
 }
 
 /** Writes what a deploy heartbeat moved; true when the task went to `deps.resume`. */
-async function applyProgress(deps: AgentSessionDeps, task: NodeTask, progress: AgentProgress): Promise<boolean> {
+async function applyProgress(deps: AgentSessionDeps, task: NodeTask, progress: AgentProgress, changes: NodePatch): Promise<boolean> {
   const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
   const internal = progress.kind === 'fail' || progress.internal === undefined ? undefined : { ...task.node.driver_internal_info, ...progress.internal };
   switch (progress.kind) {
@@ -144,7 +146,7 @@ async function applyProgress(deps: AgentSessionDeps, task: NodeTask, progress: A
       return false;
     case 'fail': {
       const next = transition(status, 'fail');
-      await task.update(withAgentSession(task.node, { provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: progress.error }));
+      await task.update(withAgentSession(task.node, { ...changes, provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: progress.error }));
       await task.recordHistory({ eventType: 'provisioning', severity: 'ERROR', event: `${status.state} → ${next.state}: ${progress.error}` });
       return false;
     }

@@ -130,6 +130,7 @@ const DIRECT_DEPLOY_FIELDS: readonly DriverField[] = [
   { bag: 'instance_info', key: 'image_os_hash_value', requiredFor: 'validate and deploy', description: 'The image\'s digest in hex.' },
   { bag: 'instance_info', key: 'image_disk_format', description: '`raw` (the default and, so far, the only format; the agent also refuses an image whose first bytes say qcow2, vmdk, vhdx or vdi).' },
   { bag: 'instance_info', key: 'root_device', description: 'Root device hints choosing the disk (see docs/deploy.md). Default `properties.root_device`.' },
+  { bag: 'instance_info', key: 'configdrive', description: 'The config drive: a gzipped, base64-encoded ISO 9660 image labelled `config-2`, or an http(s) URL of that text (what `deploy --config-drive` stores). The agent writes it to a 64 MiB partition at the end of the disk. Default: none.' },
   { bag: 'properties', key: 'root_device', description: 'Root device hints when `instance_info.root_device` is unset. Default: the smallest disk of at least 4 GiB.' },
 ];
 

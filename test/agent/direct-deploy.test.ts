@@ -185,6 +185,7 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
     expect(failed.agent_token_hash).toBeNull();
     // A failed node is powered off, as Ironic's power_off_after_deploy_failure does.
     expect(fake.peek(uuid)).toMatchObject({ power: 'power off' });
+    expect(failed.power_state).toBe('power off');
   });
 
   it('refuses commands without the token or its digest, before reading the body', async () => {

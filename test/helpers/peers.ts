@@ -52,6 +52,8 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: 'strip', package: 'binutils' },
   { command: 'zstd', package: 'zstd' },
   { command: 'xz', package: 'xz-utils' },
+  // The config drive of the direct deploy's real-VM scenario (an ISO 9660 image labelled config-2).
+  { command: 'genisoimage', package: 'genisoimage' },
 ];
 
 // dnsmasq and friends install to sbin, which an ordinary user's PATH often lacks.

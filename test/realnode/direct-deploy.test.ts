@@ -11,9 +11,12 @@
  * real-node tests need (requirements.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { getPartitionUuids } from '../../src/agent/disk/partition-table.js';
 import { waitUntil } from '../helpers/conductors.js';
 import { api, enrollMachine, makeAvailable, nodeStates, provision, waitForProvisionState } from './api.js';
 import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from './assets.js';
@@ -30,7 +33,8 @@ const STATE_TIMEOUT_MS = 90_000;
 const DEPLOY_TIMEOUT_MS = 300_000;
 const BOOT_TIMEOUT_MS = 120_000;
 const SCENARIO_TIMEOUT_MS = 600_000;
-const DISK_BYTES = 64 * 1024 * 1024;
+/** Room for the image and the 64 MiB config drive partition at the end. */
+const DISK_BYTES = 128 * 1024 * 1024;
 
 describe.skipIf(!available)('a real machine deployed to its disk by ironring agent (direct deploy)', () => {
   let lab: Lab;
@@ -55,16 +59,17 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     return file;
   }
 
-  function readStart(file: string, bytes: number): Buffer {
+  function readAt(file: string, position: number, bytes: number): Buffer {
     const fd = openSync(file, 'r');
     try {
       const buf = Buffer.alloc(bytes);
-      readSync(fd, buf, 0, bytes, 0);
+      readSync(fd, buf, 0, bytes, position);
       return buf;
     } finally {
       closeSync(fd);
     }
   }
+  const readStart = (file: string, bytes: number): Buffer => readAt(file, 0, bytes);
 
   /** Enrolls `machine` as an ipmi node with the direct deploy and ironring's deploy ramdisk; to available. */
   async function enrollDirect(machine: LabMachine): Promise<string> {
@@ -91,7 +96,7 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
 
   const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-  it('writes a whole-disk image with the agent, then the VM boots it from its disk', async () => {
+  it('writes a whole-disk image and a config drive with the agent, then the VM boots the image from its disk', async () => {
     const disk = blankDisk('direct-bios');
     const machine = await lab.addMachine('direct-bios', 'bios', { disks: [disk], memoryMiB: 1024 });
     const uuid = await enrollDirect(machine);
@@ -101,9 +106,21 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     writeFileSync(imageFile, image);
     await setImage(uuid, imageFile, sha256(image));
 
+    // A config drive as `baremetal node deploy --config-drive` sends it: a gzipped, base64 ISO 9660
+    // image labelled config-2 holding the user data.
+    const configDir = path.join(lab.network.slot.dir, `config-${token}`);
+    mkdirSync(path.join(configDir, 'openstack', 'latest'), { recursive: true });
+    writeFileSync(path.join(configDir, 'openstack', 'latest', 'user_data'), `#!/bin/sh\necho user-data-${token}\n`);
+    writeFileSync(path.join(configDir, 'openstack', 'latest', 'meta_data.json'), JSON.stringify({ uuid }));
+    const isoFile = path.join(lab.network.slot.dir, `config-${token}.iso`);
+    const mkiso = spawnSync('genisoimage', ['-quiet', '-o', isoFile, '-ldots', '-allow-lowercase', '-allow-multidot', '-l', '-publisher', 'ironring', '-J', '-r', '-V', 'config-2', configDir], { encoding: 'utf8' });
+    expect(mkiso.status, mkiso.stderr).toBe(0);
+    const iso = readFileSync(isoFile);
+
     machine.vm.clearLog();
     const started = Date.now();
-    await provision(lab.app, uuid, 'active');
+    const asked = await api(lab.app, 'PUT', `/v1/nodes/${uuid}/states/provision`, { target: 'active', configdrive: gzipSync(iso).toString('base64') });
+    expect(asked.status, asked.body).toBe(202);
     // How long the deploy ramdisk takes to boot and the agent to find its node (for docs/deploy.md).
     const agentUp = waitForMarker(machine.vm.serialLog, /IRONRING-AGENT-STARTING/, DEPLOY_TIMEOUT_MS);
     const agentFound = waitForMarker(machine.vm.serialLog, /ironring-agent: \S+ found node/, DEPLOY_TIMEOUT_MS);
@@ -119,8 +136,22 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
 
     const boot = await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
     console.log(`real node ${machine.name} (direct, ipxe, bios): active after ${activeMs} ms, disk marker ${boot.ms} ms later`);
-    // The image is on the disk, byte for byte, and the conductor told the BMC: disk, for good.
-    expect(sha256(readStart(disk, image.length))).toBe(sha256(image));
+    // The image is on the disk, byte for byte but for the MBR's second entry (the config drive's),
+    // and the conductor told the BMC: disk, for good.
+    const written = readStart(disk, image.length);
+    expect(written.subarray(462, 478).equals(image.subarray(462, 478))).toBe(false);
+    written.fill(0, 462, 478);
+    expect(sha256(written)).toBe(sha256(Buffer.concat([image.subarray(0, 462), Buffer.alloc(16), image.subarray(478)])));
+    // The config drive is a partition at the disk's end that libblkid finds as cloud-init does:
+    // an ISO 9660 file system labelled config-2, holding the user data.
+    const table = await getPartitionUuids(disk);
+    const drive = table.partitions.at(-1)!;
+    expect(table.partitions).toHaveLength(2);
+    expect(drive.start + drive.size).toBe(DISK_BYTES);
+    expect(sha256(readAt(disk, drive.start, iso.length))).toBe(sha256(iso));
+    const probe = spawnSync('blkid', ['--probe', '--offset', String(drive.start), '--output', 'export', disk], { encoding: 'utf8' });
+    expect(probe.stdout).toMatch(/^LABEL=config-2$/m);
+    expect(probe.stdout).toMatch(/^TYPE=iso9660$/m);
     expect(machine.bmc.events).toEqual(expect.arrayContaining(['BOOTDEV network once', 'BOOTDEV hd persistent']));
 
     // Firmware that boots the network first whatever it was told: the owner's local-boot entry
@@ -149,6 +180,8 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     expect(failed.last_error).toContain('write_image failed on the node');
     expect(failed.last_error).toContain(wrong);
     expect(failed.last_error).toContain(sha256(image));
+    // A failed node is powered off, as Ironic does, and its state says so.
+    expect(failed.power_state).toBe('power off');
     // Nothing bootable is left: the disk's first MiB is zeroed.
     expect(readStart(disk, 1024 * 1024).every((b) => b === 0)).toBe(true);
     await machine.bmc.stop();

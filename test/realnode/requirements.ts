@@ -23,6 +23,7 @@ export const REAL_NODE_PACKAGES = [
   'binutils',
   'zstd',
   'xz-utils',
+  'genisoimage',
 ] as const;
 
 let answer: boolean | undefined;

@@ -151,6 +151,16 @@ function checkRaw(url: string, first: Buffer, wholeDisk: boolean): void {
   }
 }
 
+/** Capacity of `device` in bytes: `stat` size for a file, sysfs sector count for a block device. */
+export async function deviceBytes(device: string, sysRoot = '/sys'): Promise<number> {
+  const handle = await open(device, 'r');
+  try {
+    return await deviceCapacity(handle, device, sysRoot);
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Capacity of the target: `stat` size for a file, sysfs sector count for a block device. */
 async function deviceCapacity(handle: FileHandle, device: string, sysRoot: string): Promise<number> {
   const stat = await handle.stat();

@@ -7,3 +7,4 @@ export * from './errors.js';
 export * from './image-writer.js';
 export * from './partition-table.js';
 export * from './root-device-hints.js';
+export * from './config-drive.js';

@@ -20,6 +20,7 @@ import type { AgentEndpoint } from '../../agent/agent-client.js';
 import { bootNeed } from '../../nodes/state-machine.js';
 import type { AgentContact, AgentProgress, DeployInterface, DeployOutcome } from '../deploy.js';
 import { InvalidParameterValue } from '../errors.js';
+import { optionalString } from '../fields.js';
 import type { DriverTask } from '../task.js';
 import { directImageInfo } from './image-info.js';
 
@@ -65,6 +66,7 @@ export class DirectDeploy implements DeployInterface {
   async validate(task: DriverTask): Promise<void> {
     await task.driver.boot.validate(task);
     directImageInfo(task);
+    configDrive(task);
     this.apiUrl();
   }
 
@@ -91,7 +93,7 @@ export class DirectDeploy implements DeployInterface {
       const imageInfo = directImageInfo(task);
       let started;
       try {
-        started = await this.client.run(endpoint, 'standby.prepare_image', { image_info: imageInfo, configdrive: null }, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
+        started = await this.client.run(endpoint, 'standby.prepare_image', { image_info: imageInfo, configdrive: configDrive(task) }, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
       } catch (err) {
         return { kind: 'fail', error: `write_image: the agent did not take standby.prepare_image: ${(err as Error).message}` };
       }
@@ -188,6 +190,20 @@ export class DirectDeploy implements DeployInterface {
     if (!task.agentToken) throw new InvalidParameterValue('agent_token', 'the node has no agent session; the agent must look up first');
     return { url: agent.url, token: task.agentToken };
   }
+}
+
+/** Longest `instance_info.configdrive` text: 64 MiB gzipped and base64-encoded, with room. */
+const MAX_CONFIG_DRIVE_TEXT = 96 * 1024 * 1024;
+
+/**
+ * The config drive the agent writes: `instance_info.configdrive` (gzipped base64 text, or its
+ * http(s) URL, as the API stores it), or null. The JSON form (API 1.56) is not served yet.
+ */
+function configDrive(task: DriverTask): string | null {
+  const value = optionalString({ name: 'instance_info', value: task.node.instance_info }, 'configdrive');
+  if (value === undefined) return null;
+  if (value.length > MAX_CONFIG_DRIVE_TEXT) throw new InvalidParameterValue('instance_info.configdrive', `is longer than ${MAX_CONFIG_DRIVE_TEXT} characters (a config drive is at most 64 MiB)`);
+  return value;
 }
 
 /** An agent's error as one line for `last_error`. */
