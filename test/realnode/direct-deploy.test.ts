@@ -84,12 +84,12 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     return uuid;
   }
 
-  async function setImage(uuid: string, imageFile: string, digest: string, bytesPerSecond?: number): Promise<void> {
+  async function setImage(uuid: string, imageFile: string, digest: string, bytesPerSecond?: number, rootDevice: Record<string, unknown> = { name: '/dev/vda' }): Promise<void> {
     const res = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
       { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile, bytesPerSecond === undefined ? {} : { bytesPerSecond }) },
       { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha256' },
       { op: 'add', path: '/instance_info/image_os_hash_value', value: digest },
-      { op: 'add', path: '/instance_info/root_device', value: { name: '/dev/vda' } },
+      { op: 'add', path: '/instance_info/root_device', value: rootDevice },
     ]);
     expect(res.status, res.body).toBe(200);
   }
@@ -165,15 +165,17 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 
-  it('ends as deploy failed with the agent\'s message when the image does not match its digest', async () => {
-    const disk = blankDisk('direct-bad');
-    const machine = await lab.addMachine('direct-bad', 'bios', { disks: [disk], memoryMiB: 1024 });
+  it('ends as deploy failed with the agent\'s message when the image does not match its digest (on the disk a root device hint names)', async () => {
+    // Two disks; the hint names the second by its serial number, so that is where the agent writes.
+    const first = blankDisk('direct-bad-a');
+    const disk = blankDisk('direct-bad-b');
+    const machine = await lab.addMachine('direct-bad', 'bios', { disks: [first, { file: disk, serial: 'ironring-second' }], memoryMiB: 1024 });
     const uuid = await enrollDirect(machine);
     const image = markerDiskImage(randomBytes(6).toString('hex'));
     const imageFile = path.join(lab.network.slot.dir, 'image-bad.raw');
     writeFileSync(imageFile, image);
     const wrong = sha256(Buffer.from('not the image'));
-    await setImage(uuid, imageFile, wrong);
+    await setImage(uuid, imageFile, wrong, undefined, { serial: 'ironring-second' });
     await provision(lab.app, uuid, 'active');
     const failed = await waitForProvisionStateOrFail(uuid);
     expect(failed.provision_state).toBe('deploy failed');
@@ -182,8 +184,9 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     expect(failed.last_error).toContain(sha256(image));
     // A failed node is powered off, as Ironic does, and its state says so.
     expect(failed.power_state).toBe('power off');
-    // Nothing bootable is left: the disk's first MiB is zeroed.
+    // Nothing bootable is left: the chosen disk's first MiB is zeroed; the other one is untouched.
     expect(readStart(disk, 1024 * 1024).every((b) => b === 0)).toBe(true);
+    expect(readStart(first, 1024 * 1024).every((b) => b === 0xee)).toBe(true);
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 

@@ -29,8 +29,11 @@ export interface VmSpec {
    * there for good — as many real BIOSes do when no PXE server answered.
    */
   rebootTimeoutMs?: number;
-  /** Raw disk image files, attached as virtio disks in order (`/dev/vda`, `/dev/vdb`…). */
-  disks?: string[];
+  /**
+   * Raw disk image files, attached as virtio disks in order (`/dev/vda`, `/dev/vdb`…), each with
+   * the serial number given (what root device hints match), if any.
+   */
+  disks?: Array<string | { file: string; serial: string }>;
 }
 
 /** A VM's command and files. */
@@ -76,7 +79,12 @@ export function defineVm(spec: VmSpec): Vm {
     // Entropy at boot: without it node waits over a second in getrandom in the deploy ramdisk.
     '-device', 'virtio-rng-pci',
   ];
-  for (const disk of spec.disks ?? []) command.push('-drive', `file=${disk},format=raw,if=virtio,cache=unsafe`);
+  for (const [i, disk] of (spec.disks ?? []).entries()) {
+    const { file, serial } = typeof disk === 'string' ? { file: disk, serial: undefined } : disk;
+    if (serial !== undefined && !/^[A-Za-z0-9-]{1,20}$/.test(serial)) throw new Error(`disk serial ${JSON.stringify(serial)}: letters, digits and dashes, at most 20`);
+    // The serial number is the device's property (qemu no longer takes it on -drive).
+    command.push('-drive', `file=${file},format=raw,if=none,id=disk${i},cache=unsafe`, '-device', `virtio-blk-pci,drive=disk${i}${serial === undefined ? '' : `,serial=${serial}`}`);
+  }
   if (spec.firmware === 'uefi') {
     // A private copy of the variable store: OVMF writes its boot entries into it.
     const vars = path.join(spec.dir, `${spec.name}.ovmf-vars.fd`);
