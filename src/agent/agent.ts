@@ -384,7 +384,7 @@ export class Agent {
         const result = await spec.run(request.params, context);
         record.command_result = { result };
         record.command_status = 'SUCCEEDED';
-        this.say(`command ${request.name} (${record.id}) succeeded`);
+        this.say(`command ${request.name} (${record.id}) succeeded${typeof result === 'string' ? `: ${result}` : ''}`);
       } catch (err) {
         record.command_error = serialise(err);
         record.command_status = 'FAILED';

@@ -175,6 +175,23 @@ for attempt in 1 2 3 4 5 6; do
   [ -n "$got" ] && break
 done
 echo "ironring deploy ramdisk: addresses on:$got"
+# bench:deploy's baseline: with ironring.bench_url= on the command line, busybox's wget | dd writes
+# that image to ironring.bench_device= (default /dev/vda) first, and the time it took is printed.
+bench=
+dev=/dev/vda
+for w in $(cat /proc/cmdline); do
+  case "$w" in
+    ironring.bench_url=*) bench=\${w#*=} ;;
+    ironring.bench_device=*) dev=\${w#*=} ;;
+  esac
+done
+if [ -n "$bench" ]; then
+  t0=$(cut -d' ' -f1 /proc/uptime)
+  wget -q -O - "$bench" | dd of="$dev" bs=4M 2>/dev/null
+  sync
+  t1=$(cut -d' ' -f1 /proc/uptime)
+  echo "IRONRING-BENCH-DD start=$t0 end=$t1"
+fi
 echo "IRONRING-AGENT-STARTING"
 while true; do
   NODE_OPTIONS= /usr/bin/node /opt/ironring/dist/agent/main.js

@@ -1,0 +1,99 @@
+/**
+ * `npm run bench:deploy [-- --json] [-- --mib N] [-- --runs N]` (root, the real-node lab's
+ * packages): the direct deploy in the real-node lab's VM (qemu TCG, test/realnode/), the figure
+ * issue #17 holds the agent to — its image write against busybox's `wget URL | dd of=/dev/vda`
+ * of the same image from the same server inside the same VM, and the time from `deploy` to the
+ * disk-booted marker.
+ *
+ * Each run enrolls a fresh VM with a blank disk and deploys an N MiB image (the marker disk image
+ * of the real-node tests: boot code, a partition table, a pattern) with `ironring.bench_url=` on
+ * the deploy ramdisk's command line, so that /init first writes the image with wget | dd (and
+ * prints how long it took, from /proc/uptime), then starts the agent, which writes it again as
+ * the deploy asks (its result says how long its write took: download, sha256, fsync). MB is
+ * 10^6 bytes. With `--json` the last line is one JSON object with every figure.
+ */
+import { closeSync, openSync, readFileSync, ftruncateSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { api, enrollMachine, makeAvailable, provision, waitForProvisionState } from '../test/realnode/api.js';
+import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from '../test/realnode/assets.js';
+import { openLab } from '../test/realnode/lab.js';
+import { realNodeAvailable } from '../test/realnode/requirements.js';
+import { waitForMarker } from '../test/realnode/vm.js';
+import { benchArgs, median, round } from './bench-args.js';
+
+const { asJson, option, say } = benchArgs();
+const MIB = Number(option('--mib') ?? 256);
+const RUNS = Number(option('--runs') ?? 2);
+if (!Number.isInteger(MIB) || MIB < 8 || MIB > 4096) throw new Error('--mib: a whole number from 8 to 4096');
+if (!Number.isInteger(RUNS) || RUNS < 1 || RUNS > 10) throw new Error('--runs: a whole number from 1 to 10');
+if (!realNodeAvailable()) {
+  console.error('bench:deploy needs what the real-node tests need (root, namespaces, the Debian packages): see docs/testing.md');
+  process.exit(2);
+}
+
+const ramdisk = deployRamdiskAsset();
+const lab = await openLab();
+const rows: Array<{ dd: number; agent: number; active: number; marker: number }> = [];
+try {
+  await lab.addConductor('c1', 11);
+  for (let run = 1; run <= RUNS; run++) {
+    const token = randomBytes(6).toString('hex');
+    const image = markerDiskImage(token, MIB * 1024 * 1024);
+    const imageFile = path.join(lab.network.slot.dir, `bench-${token}.raw`);
+    writeFileSync(imageFile, image);
+    // Read once so that both writers are served from the page cache.
+    readFileSync(imageFile);
+    const disk = path.join(lab.network.slot.dir, `bench-${run}.disk`);
+    const fd = openSync(disk, 'w');
+    ftruncateSync(fd, (MIB + 128) * 1024 * 1024);
+    closeSync(fd);
+    const url = lab.serveFile(imageFile);
+    const machine = await lab.addMachine(`bench${run}`, 'bios', { disks: [disk], memoryMiB: 1024 });
+    const uuid = await enrollMachine(lab.app, machine, lab.network.hostAddress, lab.assets, {
+      bootInterface: 'ipxe',
+      bootMode: 'bios',
+      deployInterface: 'direct',
+      deployImages: { kernel: ramdisk.kernel, ramdisk: ramdisk.initramfs },
+      deployKernelParams: `console=ttyS0 panic=-1 ironring.bench_url=${url}`,
+    });
+    await makeAvailable(lab.app, uuid, 120_000);
+    const patched = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
+      { op: 'add', path: '/instance_info/image_source', value: url },
+      { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha256' },
+      { op: 'add', path: '/instance_info/image_os_hash_value', value: createHash('sha256').update(image).digest('hex') },
+      { op: 'add', path: '/instance_info/root_device', value: { name: '/dev/vda' } },
+    ]);
+    if (patched.status !== 200) throw new Error(`instance_info: HTTP ${patched.status} ${patched.body}`);
+    machine.vm.clearLog();
+    const started = Date.now();
+    await provision(lab.app, uuid, 'active');
+    await waitForProvisionState(lab.app, uuid, 'active', 1_800_000);
+    const active = (Date.now() - started) / 1000;
+    const marker = (await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), 300_000)).ms / 1000 + active;
+    const log = readFileSync(machine.vm.serialLog, 'latin1');
+    const dd = /IRONRING-BENCH-DD start=([\d.]+) end=([\d.]+)/.exec(log);
+    const agent = /written to device \S+ root_uuid=\S* \((\d+) bytes, \w+ verified, ([\d.]+) s/.exec(log);
+    if (!dd || !agent) throw new Error(`run ${run}: the serial console lacks the dd or the agent's timing`);
+    const mb = image.length / 1e6;
+    const row = { dd: mb / (Number(dd[2]) - Number(dd[1])), agent: mb / Number(agent[2]), active, marker };
+    rows.push(row);
+    say(`run ${run}: wget | dd ${round(row.dd, 1)} MB/s, agent ${round(row.agent, 1)} MB/s (ratio ${round(row.agent / row.dd)}); active ${round(active, 1)} s after deploy, disk marker at ${round(marker, 1)} s`);
+    await machine.bmc.stop();
+  }
+} finally {
+  await lab.close();
+}
+
+const result = {
+  bench: 'deploy',
+  mib: MIB,
+  runs: RUNS,
+  dd_mb_per_s: rows.map((r) => round(r.dd, 1)),
+  agent_mb_per_s: rows.map((r) => round(r.agent, 1)),
+  ratio_median: round(median(rows.map((r) => r.agent / r.dd))),
+  deploy_to_active_s: rows.map((r) => round(r.active, 1)),
+  deploy_to_disk_marker_s: rows.map((r) => round(r.marker, 1)),
+};
+if (asJson) console.log(JSON.stringify(result));
+else console.log(result);
