@@ -12,6 +12,7 @@
  * the deploy asks (its result says how long its write took: download, sha256, fsync). MB is
  * 10^6 bytes. With `--json` the last line is one JSON object with every figure.
  */
+import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, readFileSync, ftruncateSync, writeFileSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -32,6 +33,9 @@ if (!realNodeAvailable()) {
   process.exit(2);
 }
 
+// The ramdisk holds the compiled agent (dist/): build it first, as the test suite's set-up does.
+const build = spawnSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
+if (build.status !== 0) throw new Error('npm run build failed');
 const ramdisk = deployRamdiskAsset();
 const lab = await openLab();
 const rows: Array<{ dd: number; agent: number; active: number; marker: number }> = [];
@@ -67,14 +71,15 @@ try {
     if (patched.status !== 200) throw new Error(`instance_info: HTTP ${patched.status} ${patched.body}`);
     machine.vm.clearLog();
     const started = Date.now();
+    // Both lines come from the ramdisk's boot, whose console log the disk boot's qemu truncates:
+    // watched while they happen.
+    const ddLine = waitForMarker(machine.vm.serialLog, /IRONRING-BENCH-DD start=([\d.]+) end=([\d.]+)/, 1_800_000);
+    const agentLine = waitForMarker(machine.vm.serialLog, /written to device \S+ root_uuid=\S* \((\d+) bytes, \w+ verified, ([\d.]+) s/, 1_800_000);
     await provision(lab.app, uuid, 'active');
+    const [{ match: dd }, { match: agent }] = await Promise.all([ddLine, agentLine]);
     await waitForProvisionState(lab.app, uuid, 'active', 1_800_000);
     const active = (Date.now() - started) / 1000;
     const marker = (await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), 300_000)).ms / 1000 + active;
-    const log = readFileSync(machine.vm.serialLog, 'latin1');
-    const dd = /IRONRING-BENCH-DD start=([\d.]+) end=([\d.]+)/.exec(log);
-    const agent = /written to device \S+ root_uuid=\S* \((\d+) bytes, \w+ verified, ([\d.]+) s/.exec(log);
-    if (!dd || !agent) throw new Error(`run ${run}: the serial console lacks the dd or the agent's timing`);
     const mb = image.length / 1e6;
     const row = { dd: mb / (Number(dd[2]) - Number(dd[1])), agent: mb / Number(agent[2]), active, marker };
     rows.push(row);
