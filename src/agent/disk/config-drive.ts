@@ -17,7 +17,7 @@ import https from 'node:https';
 import { gunzipSync } from 'node:zlib';
 import { InvalidParameter } from '../../common/errors.js';
 import { PartitionTableError } from './errors.js';
-import { crc32, getPartitionUuids } from './partition-table.js';
+import { crc32, getPartitionUuids, guidToBytes } from './partition-table.js';
 
 const MIB = 1024 * 1024;
 /** Largest config drive taken (Ironic's documented limit), decoded. */
@@ -89,13 +89,6 @@ export interface ConfigDrivePartition {
   table: 'gpt' | 'msdos';
 }
 
-/** GUID text to its on-disk bytes (first three fields little-endian). */
-function guidBytes(guid: string): Buffer {
-  const hex = guid.replaceAll('-', '');
-  const b = Buffer.from(hex, 'hex');
-  return Buffer.concat([Buffer.from(b.subarray(0, 4)).reverse(), Buffer.from(b.subarray(4, 6)).reverse(), Buffer.from(b.subarray(6, 8)).reverse(), b.subarray(8)]);
-}
-
 /**
  * Adds the config drive's partition at the end of `device` (`deviceBytes` long, the image already
  * written at its start) and writes `iso` into it. Throws `PartitionTableError` (nothing written)
@@ -161,7 +154,7 @@ export async function writeConfigDrive(device: string, deviceBytes: number, iso:
       if (slot < 0) throw new PartitionTableError(`${device}: the GPT has no free entry for the config drive`);
       const entry = entries.subarray(slot * entrySize, (slot + 1) * entrySize);
       entry.fill(0);
-      guidBytes(LINUX_DATA).copy(entry, 0);
+      guidToBytes(LINUX_DATA).copy(entry, 0);
       randomBytes(16).copy(entry, 16);
       entry.writeBigUInt64LE(BigInt(start), 32);
       entry.writeBigUInt64LE(BigInt(start + partSectors - 1), 40);

@@ -72,6 +72,13 @@ export function guidToString(bytes: Uint8Array): string {
   ].join('-');
 }
 
+/** A canonical GUID text to the 16 bytes a GPT stores (first three fields little-endian). */
+export function guidToBytes(text: string): Buffer {
+  const b = Buffer.from(text.replaceAll('-', ''), 'hex');
+  if (b.length !== 16) throw new RangeError(`not a GUID: ${JSON.stringify(text)}`);
+  return Buffer.concat([Buffer.from(b.subarray(0, 4)).reverse(), Buffer.from(b.subarray(4, 6)).reverse(), Buffer.from(b.subarray(6, 8)).reverse(), b.subarray(8)]);
+}
+
 type Reader = (position: number, length: number) => Promise<Buffer>;
 
 function mbrSignature(sector0: Buffer): string {

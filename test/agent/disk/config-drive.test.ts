@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONFIG_DRIVE_PARTITION_BYTES, decodeConfigDrive, writeConfigDrive } from '../../../src/agent/disk/config-drive.js';
 import { PartitionTableError } from '../../../src/agent/disk/errors.js';
-import { crc32, getPartitionUuids } from '../../../src/agent/disk/partition-table.js';
+import { crc32, getPartitionUuids, guidToBytes } from '../../../src/agent/disk/partition-table.js';
 
 const MIB = 1024 * 1024;
 
@@ -37,10 +37,7 @@ function mbrImage(imageBytes: number): Buffer {
   return image;
 }
 
-const guid = (text: string): Buffer => {
-  const b = Buffer.from(text.replaceAll('-', ''), 'hex');
-  return Buffer.concat([Buffer.from(b.subarray(0, 4)).reverse(), Buffer.from(b.subarray(4, 6)).reverse(), Buffer.from(b.subarray(6, 8)).reverse(), b.subarray(8)]);
-};
+const guid = guidToBytes;
 
 /** A GPT disk image as an image builder leaves it: backup table at the image's own end. */
 function gptImage(imageBytes: number): Buffer {

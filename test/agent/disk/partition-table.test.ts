@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PartitionTableError } from '../../../src/agent/disk/errors.js';
-import { crc32, getPartitionUuids, guidToString } from '../../../src/agent/disk/partition-table.js';
+import { crc32, getPartitionUuids, guidToBytes, guidToString } from '../../../src/agent/disk/partition-table.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -14,12 +14,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Canonical GUID text → the 16 bytes GPT stores (first three fields little-endian). */
-function guidBytes(text: string): Buffer {
-  const hex = text.replace(/-/g, '');
-  const b = Buffer.from(hex, 'hex');
-  return Buffer.concat([Buffer.from(b.subarray(0, 4)).reverse(), Buffer.from(b.subarray(4, 6)).reverse(), Buffer.from(b.subarray(6, 8)).reverse(), b.subarray(8)]);
-}
+const guidBytes = guidToBytes;
 
 const ESP = 'c12a7328-f81f-11d2-ba4b-00a0c93ec93b';
 const LINUX = '0fc63daf-8483-4772-8e79-3d69d8477de4';
