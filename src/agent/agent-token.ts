@@ -1,5 +1,5 @@
 /**
- * Agent tokens: the per-node secret that proves a heartbeat (and, in the next slices, a command's
+ * Agent tokens: the per-node secret that proves a heartbeat (and, as its digest, a command's
  * caller) belongs to the agent the node's lookup answered. Ironic keeps the token itself in
  * `driver_internal_info`; ironring keeps only its SHA-256 digest, in a column of its own that no
  * view, RPC answer or log line reads, so the token exists in clear only in the lookup's answer and

@@ -1,7 +1,7 @@
 /**
  * The agent protocol, as Ironic serves it to ironic-python-agent (IPA) and as IPA serves its own
  * command API to Ironic's conductor — one set of shapes for both sides of ironring: the API and
- * the conductor here, `ironring agent` (which runs in the deploy ramdisk) in the next slices.
+ * the conductor here, `ironring agent` (which runs in the deploy ramdisk).
  *
  * Two directions:
  * - agent → API: `GET /v1/lookup?addresses=<mac>,…&node_uuid=…` answers the node the agent runs on
