@@ -9,7 +9,7 @@ import { conductorMembership } from '../../src/cluster/conductor-rings.js';
 import { LiveRings } from '../../src/cluster/live-rings.js';
 import { releaseDeadReservations } from '../../src/cluster/dead-locks.js';
 import { TaskReleased } from '../../src/cluster/errors.js';
-import { DuplicateConductor, heartbeat, heartbeatingHosts, listConductors, markOffline, registerConductor } from '../../src/cluster/membership.js';
+import { DuplicateConductor, heartbeat, heartbeatingHosts, listConductors, markOffline, membersByGroup, registerConductor } from '../../src/cluster/membership.js';
 import { releaseReservationsOf } from '../../src/cluster/reservations.js';
 import { acquireTask } from '../../src/cluster/task.js';
 import { createLogger } from '../../src/common/logger.js';
@@ -141,5 +141,29 @@ describe.each(engines)('membership and lock release on %s', (engine) => {
     const closed = await openDatabase(db.url);
     await closed.close();
     await expect(markOffline(closed, id, 'c1')).rejects.toThrow();
+  });
+});
+
+describe('ring members from conductor states (M3)', () => {
+  const state = (hostname: string, alive: boolean, conductorGroup = '', weight = 1) => ({
+    id: hostname.length,
+    hostname,
+    conductorGroup,
+    online: alive,
+    alive,
+    drivers: ['fake-hardware'],
+    weight,
+    rpcUrl: null,
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
+  });
+
+  it('takes live conductors only, grouped, with their weights', () => {
+    const members = membersByGroup([state('a', true), state('dead', false), state('b', true, 'g1', 2), state('gone', false, 'g1')]);
+    expect([...members.keys()].sort()).toEqual(['', 'g1']);
+    expect(members.get('')).toEqual([{ name: 'a', weight: 1 }]);
+    expect(members.get('g1')).toEqual([{ name: 'b', weight: 2 }]);
+    // A group whose conductors are all dead has no ring at all.
+    expect(membersByGroup([state('x', false, 'g2')]).has('g2')).toBe(false);
   });
 });
