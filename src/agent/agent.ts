@@ -14,13 +14,13 @@
  *    else gets 401 before its body is read.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import dgram from 'node:dgram';
-import { readFile, readdir } from 'node:fs/promises';
 import http from 'node:http';
-import { join } from 'node:path';
 import { IronringError } from '../common/errors.js';
 import { agentTokenHash } from './agent-token.js';
 import { requestJson } from './http-json.js';
+import { defaultPowerOff, localMacs, routeSource as routeSourceOf } from './machine.js';
+
+export { localMacs, routeSource } from './machine.js';
 import { COMMANDS, CommandFailed } from './agent-commands.js';
 import type { CommandContext } from './agent-commands.js';
 import type { WriteImageOptions } from './disk/index.js';
@@ -74,34 +74,6 @@ interface LookupResult {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The MACs of the machine's Ethernet interfaces (ARPHRD_ETHER, type 1), loopback excluded. */
-export async function localMacs(sysRoot = '/sys'): Promise<string[]> {
-  const dir = join(sysRoot, 'class', 'net');
-  const macs: string[] = [];
-  for (const name of (await readdir(dir).catch(() => [] as string[])).sort()) {
-    if (name === 'lo') continue;
-    const type = (await readFile(join(dir, name, 'type'), 'latin1').catch(() => '')).trim();
-    const mac = (await readFile(join(dir, name, 'address'), 'latin1').catch(() => '')).trim().toLowerCase();
-    if (type === '1' && /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(mac) && mac !== '00:00:00:00:00:00') macs.push(mac);
-  }
-  return macs;
-}
-
-/** The local address the kernel would use to reach `host:port` (no packet is sent). */
-export async function routeSource(host: string, port: number): Promise<string> {
-  const family = host.includes(':') ? 'udp6' : 'udp4';
-  const socket = dgram.createSocket(family);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.connect(port, host.replace(/^\[|\]$/g, ''), () => resolve());
-    });
-    return socket.address().address;
-  } finally {
-    socket.close();
-  }
-}
-
 interface StoredCommand extends AgentCommandResult {
   done: Promise<void>;
 }
@@ -152,7 +124,7 @@ export class Agent {
     });
     this.server = server;
     const port = (server.address() as { port: number }).port;
-    const host = this.options.advertiseHost ?? (await routeSource(api.hostname, Number(api.port || (api.protocol === 'https:' ? 443 : 80))));
+    const host = this.options.advertiseHost ?? (await routeSourceOf(api.hostname, Number(api.port || (api.protocol === 'https:' ? 443 : 80))));
     this.callbackUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     this.say(`command API listening at ${this.callbackUrl}`);
     this.version = await this.negotiateVersion();
@@ -501,19 +473,5 @@ async function readBody(req: http.IncomingMessage, limit: number): Promise<unkno
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
   } catch {
     throw new BodyError(400, 'request body: not valid JSON');
-  }
-}
-
-/** `poweroff -f` (busybox), or the kernel's sysrq `o` when there is none. */
-async function defaultPowerOff(): Promise<void> {
-  const { spawn } = await import('node:child_process');
-  const ok = await new Promise<boolean>((resolve) => {
-    const child = spawn('poweroff', ['-f'], { stdio: 'ignore' });
-    child.on('error', () => resolve(false));
-    child.on('exit', (code) => resolve(code === 0));
-  });
-  if (!ok) {
-    const { writeFile } = await import('node:fs/promises');
-    await writeFile('/proc/sysrq-trigger', 'o');
   }
 }
