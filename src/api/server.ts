@@ -89,13 +89,14 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 
-  // The conductors' rings, read when a request needs them: on PostgreSQL kept for at most a second
-  // and dropped at once on every membership notification; without notifications (SQLite), read
-  // for each request, which there costs microseconds.
+  // The conductors' rings, read when a request needs them and kept for at most a second: dropped
+  // at once on every membership notification (PostgreSQL) or after any commit to the database
+  // (SQLite's change token). The second bounds how late a conductor that stopped heartbeating is
+  // seen dead after its heartbeat timeout.
   const rings = conductorRings(store, config.conductor, {
     logger: logger.child({ component: 'api' }),
     pollIntervalMs: 0,
-    maxAgeMs: store.engine === 'postgres' ? 1000 : 0,
+    maxAgeMs: 1000,
   });
   app.addHook('onClose', () => rings.stop());
 

@@ -13,8 +13,10 @@
  * - a long-running member (a conductor, a compute service) starts it with a poll interval and
  *   reads the rings synchronously (`ring`, `owner`, `version`, `subscribe`);
  * - a process that only answers questions (the API) awaits `current()`, which re-reads when a
- *   notification came in since the last read, when notifications are not known to arrive (SQLite,
- *   listener down), or when the last read is older than `maxAgeMs`; `fresh()` always re-reads.
+ *   notification came in since the last read (PostgreSQL) or anything was committed since
+ *   (SQLite's change token), when neither is known (the listener is down), or when the last read
+ *   is older than `maxAgeMs` (which bounds how late a member that stopped heartbeating is seen
+ *   dead); `fresh()` always re-reads.
  *
  * A member passes itself as `self`: it stays in its own view while it runs, even when its own
  * heartbeat write was slow — Ironic drops itself then and fails its own nodes.
@@ -83,8 +85,11 @@ export class LiveRings<M extends LiveMember = LiveMember> {
   private listening = false;
   /** +1 per notification: a read begun before one is out of date. */
   private generation = 0;
-  /** The generation and time (performance.now) at which the last successful read began; null: none yet. */
-  private lastRead: { generation: number; at: number } | null = null;
+  /**
+   * The generation, the store's change token (SQLite) and the time (performance.now) at which the
+   * last successful read began; null: none yet.
+   */
+  private lastRead: { generation: number; token: string | null; at: number } | null = null;
   private readonly pollIntervalMs: number;
   private readonly maxAgeMs: number;
 
@@ -194,7 +199,10 @@ export class LiveRings<M extends LiveMember = LiveMember> {
   async current(): Promise<this> {
     await this.start();
     const last = this.lastRead;
-    const stale = !this.listening || last === null || last.generation !== this.generation || performance.now() - last.at >= this.maxAgeMs;
+    // Without notifications, a commit since the last read (SQLite's change token) is the signal.
+    const token = this.listening ? null : this.changeToken();
+    const watched = this.listening || token !== null;
+    const stale = !watched || last === null || last.generation !== this.generation || last.token !== token || performance.now() - last.at >= this.maxAgeMs;
     if (stale) await this.refresh();
     return this;
   }
@@ -239,8 +247,16 @@ export class LiveRings<M extends LiveMember = LiveMember> {
     }
   }
 
+  private changeToken(): string | null {
+    try {
+      return this.store.changeToken?.() ?? null;
+    } catch {
+      return null;
+    }
+  }
+
   private async readOnce(): Promise<void> {
-    const began = { generation: this.generation, at: performance.now() };
+    const began = { generation: this.generation, token: this.listening ? null : this.changeToken(), at: performance.now() };
     let rows: M[];
     try {
       rows = await this.source.read();

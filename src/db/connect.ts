@@ -103,6 +103,13 @@ export interface Store {
    * has no notifications: callers poll there.
    */
   listen(channel: string, handlers: ListenHandlers): Promise<Listener | null>;
+  /**
+   * SQLite only (absent on PostgreSQL, which notifies instead): a value that differs after any
+   * commit to the database — by another connection (`PRAGMA data_version`) or by this one
+   * (`total_changes()`) — so a reader can tell that what it read may be out of date without
+   * reading it again. Null once closed.
+   */
+  changeToken?(): string | null;
   /** Sends a notification on `channel` (PostgreSQL NOTIFY); a no-op on SQLite. */
   notify(channel: string, payload: string): Promise<void>;
   /** Closes every connection; idempotent. */
@@ -143,6 +150,8 @@ function openSqlite(target: Extract<DatabaseTarget, { engine: 'sqlite' }>, optio
   }
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: wrapSqlite(handle) }) });
   const sqlNow = (): RawBuilder<Date> => sql<Date>`strftime(${sql.lit(SQLITE_TIME_FORMAT)}, 'now')`;
+  const dataVersion = handle.prepare('pragma data_version').pluck();
+  const ownChanges = handle.prepare('select total_changes()').pluck();
   let closed: Promise<void> | undefined;
   return {
     db,
@@ -156,6 +165,7 @@ function openSqlite(target: Extract<DatabaseTarget, { engine: 'sqlite' }>, optio
       return new Date(row.rows[0]!.now);
     },
     listen: () => Promise.resolve(null),
+    changeToken: () => (handle.open ? `${dataVersion.get() as number}/${ownChanges.get() as number}` : null),
     notify: () => Promise.resolve(),
     close() {
       closed ??= db.destroy();

@@ -173,7 +173,7 @@ describe.each(engines)('LiveRings over the conductors on %s', (engine) => {
       expect(owners.replicas(NODE)).toEqual([]);
     });
 
-    it(engine === 'postgres' ? 'keeps a read between announcements (one read for many requests)' : 'reads the conductors for every request (no notifications on SQLite)', async () => {
+    it(engine === 'postgres' ? 'keeps a read between announcements (one read for many requests)' : 'sees a conductor written without an announcement at once (SQLite: the commit changes the change token)', async () => {
       const view = rings({ pollIntervalMs: 0, maxAgeMs: 60_000 });
       await registerConductor(store, { hostname: 'c1', group: '', drivers: [] }, 60);
       expect(await until(async () => nodeOwners(await view.current()).owner(NODE) === 'c1')).toBe(true);
@@ -190,6 +190,41 @@ describe.each(engines)('LiveRings over the conductors on %s', (engine) => {
         expect(nodeOwners(await view.current()).hostname(c0)).toBe('c0');
       }
       expect(view.ring('')?.hosts).toEqual(['c0', 'c1']);
+    });
+
+    it.runIf(engine === 'sqlite')('on SQLite, keeps a read until something is committed (by this connection or another) or the read is maxAgeMs old', async () => {
+      const source = conductorMembership(store, 60);
+      let reads = 0;
+      const counted = { ...source, read: () => ((reads += 1), source.read()) };
+      const view = new LiveRings(store, counted, { pollIntervalMs: 0, maxAgeMs: 60_000, logger });
+      opened.push(view);
+      await registerConductor(store, { hostname: 'c1', group: '', drivers: [] }, 60);
+      await view.current();
+      const first = reads;
+      for (let i = 0; i < 5; i++) await view.current();
+      expect(reads).toBe(first);
+      // Another process's commit (another connection: PRAGMA data_version moves).
+      const other = await db.other();
+      await sneakIn(other, 'c0');
+      expect((await view.current()).ring('')?.hosts).toEqual(['c0', 'c1']);
+      expect(reads).toBe(first + 1);
+      // This connection's own commit (total_changes() moves).
+      await staleHeartbeat('c0');
+      expect((await view.current()).ring('')?.hosts).toEqual(['c1']);
+      expect(reads).toBe(first + 2);
+      await view.current();
+      expect(reads).toBe(first + 2);
+
+      // Nothing committed, but the read is older than maxAgeMs: a heartbeat may have expired since.
+      const aged = new LiveRings(store, counted, { pollIntervalMs: 0, maxAgeMs: 50, logger });
+      opened.push(aged);
+      await aged.current();
+      const before = reads;
+      await aged.current();
+      expect(reads).toBe(before);
+      await new Promise((r) => setTimeout(r, 60));
+      await aged.current();
+      expect(reads).toBe(before + 1);
     });
 
     it('reads afresh for `fresh()` whatever it keeps', async () => {

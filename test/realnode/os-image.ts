@@ -1,0 +1,131 @@
+/**
+ * A whole-disk raw image with an operating system on it, for the direct deploy scenarios — what
+ * the issue asks the VM to boot from its disk: an MBR with syslinux's boot code and one bootable
+ * FAT partition (from sector 2048) holding syslinux, the cloud kernel and a busybox initramfs whose
+ * `/init` prints `OS-BOOTED <token>` and then the `user_data` of the `config-2` file system it finds
+ * by label, as cloud-init looks for it: `OS-USER-DATA: <line>` per line, or `OS-CONFIG-DRIVE none`.
+ *
+ * The token is on the kernel command line (syslinux.cfg), so the initramfs is built once and cached
+ * (its key: /init, busybox, the kernel package) and each image costs a mkfs.fat, an mcopy and a
+ * syslinux install (Debian's dosfstools, mtools, syslinux, syslinux-common).
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { collectModules } from '../../src/ramdisk/build.js';
+import { BUSYBOX, cachedBuild, defaultCacheRoot, kernelAsset, resolveKernelPackage } from './assets.js';
+
+/** What the image's /init prints first, then its token. */
+export const OS_MARKER = 'OS-BOOTED';
+/** The prefix of each user_data line it prints. */
+export const USER_DATA_PREFIX = 'OS-USER-DATA:';
+
+/** Modules the OS needs from the cloud kernel to see its disk and read an ISO 9660 config drive. */
+const OS_MODULES = ['virtio_pci', 'virtio_blk', 'isofs'];
+
+export const OS_INIT = `#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null
+for pass in 1 2; do for m in $(cat /etc/modules); do grep -q "^$m " /proc/modules || insmod /lib/modules/$m.ko 2>/dev/null; done; done
+token=
+for w in $(cat /proc/cmdline); do case "$w" in ironring.os_token=*) token=\${w#*=} ;; esac; done
+echo "${OS_MARKER} $token"
+# The config drive as cloud-init finds it: the block device whose file system is labelled config-2.
+drive=
+for attempt in 1 2 3 4 5 6 7 8 9 10; do
+  drive=$(blkid | sed -n 's/^\\([^:]*\\):.*LABEL="config-2".*/\\1/p' | head -n 1)
+  [ -n "$drive" ] && break
+  sleep 1
+done
+mkdir -p /mnt
+if [ -n "$drive" ] && mount -t iso9660 -o ro "$drive" /mnt; then
+  echo "OS-CONFIG-DRIVE $drive"
+  sed "s/^/${USER_DATA_PREFIX} /" /mnt/openstack/latest/user_data
+else
+  echo "OS-CONFIG-DRIVE none"
+fi
+while true; do sleep 60; done
+`;
+
+function run(command: string, args: readonly string[], cwd?: string): string {
+  const res = spawnSync(command, [...args], { cwd, encoding: 'utf8', timeout: 300_000, maxBuffer: 16 * 1024 * 1024 });
+  if (res.error) throw new Error(`${command} ${args.join(' ')}: ${res.error.message}`);
+  if (res.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${res.status}: ${res.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  return res.stdout;
+}
+
+/** The OS's initramfs (busybox, /init, the modules above), built once per kernel package. */
+export function osInitrdAsset(cacheRoot = defaultCacheRoot()): string {
+  const { name, version } = resolveKernelPackage();
+  const key = createHash('sha256').update(OS_INIT).update(OS_MODULES.join(',')).update(`${name}=${version}`).update(readFileSync(BUSYBOX)).digest('hex').slice(0, 16);
+  return cachedBuild(cacheRoot, `os-initrd-${key}`, 'initrd.gz', (dir) => {
+    run('apt-get', ['download', '-q', `${name}=${version}`], dir);
+    const deb = readdirSync(dir).find((f) => f.endsWith('.deb'));
+    if (deb === undefined) throw new Error(`apt-get download ${name} left no .deb`);
+    const tree = path.join(dir, 'tree');
+    run('dpkg-deb', ['-x', path.join(dir, deb), tree]);
+    const kernelVersion = readdirSync(path.join(tree, 'lib', 'modules'))[0]!;
+    const root = path.join(dir, 'root');
+    for (const sub of ['bin', 'dev', 'proc', 'sys', 'mnt', 'etc', 'lib/modules']) mkdirSync(path.join(root, sub), { recursive: true });
+    const modules = collectModules(path.join(tree, 'lib', 'modules', kernelVersion), OS_MODULES, path.join(root, 'lib', 'modules'));
+    writeFileSync(path.join(root, 'etc', 'modules'), `${modules.join('\n')}\n`);
+    writeFileSync(path.join(root, 'bin', 'busybox'), readFileSync(BUSYBOX), { mode: 0o755 });
+    writeFileSync(path.join(root, 'init'), OS_INIT, { mode: 0o755 });
+    run('/bin/sh', ['-c', `set -e; cd root; find . | ${BUSYBOX} cpio -o -H newc 2>/dev/null | gzip -9 > ../initrd.gz.part; mv ../initrd.gz.part ../initrd.gz`], dir);
+    rmSync(root, { recursive: true, force: true });
+    rmSync(tree, { recursive: true, force: true });
+    rmSync(path.join(dir, deb));
+    if (statSync(path.join(dir, 'initrd.gz')).size < 256 * 1024) throw new Error('the OS initramfs is too small: busybox cpio or gzip failed');
+  });
+}
+
+/** syslinux's MBR boot code (syslinux-common). */
+const SYSLINUX_MBR = '/usr/lib/syslinux/mbr/mbr.bin';
+const PARTITION_START = 2048;
+
+/**
+ * Builds the OS image for `token` into `file` (raw, `partitionMiB` + 1 MiB bytes) and returns its
+ * bytes. Needs dosfstools, mtools, syslinux and syslinux-common.
+ */
+export function osDiskImage(file: string, token: string, partitionMiB = 24, cacheRoot = defaultCacheRoot()): Buffer {
+  if (!/^[A-Za-z0-9-]{1,64}$/.test(token)) throw new Error('token: letters, digits and dashes');
+  const kernel = kernelAsset(cacheRoot).path;
+  const initrd = osInitrdAsset(cacheRoot);
+  const work = `${file}.d`;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  try {
+    const fat = path.join(work, 'fat.img');
+    // -h: the partition's first sector, which syslinux's boot sector adds to its own sector numbers.
+    run('mkfs.fat', ['-C', '-n', 'IRONOS', '-h', String(PARTITION_START), fat, String(partitionMiB * 1024)]);
+    writeFileSync(path.join(work, 'syslinux.cfg'), [
+      'SERIAL 0 115200', 'DEFAULT os', 'PROMPT 0', 'TIMEOUT 0', 'LABEL os', '  KERNEL /vmlinuz', '  INITRD /initrd.gz',
+      `  APPEND console=ttyS0 ironring.os_token=${token}`, '',
+    ].join('\n'));
+    copyFileSync(kernel, path.join(work, 'vmlinuz'));
+    copyFileSync(initrd, path.join(work, 'initrd.gz'));
+    run('mcopy', ['-i', fat, path.join(work, 'syslinux.cfg'), path.join(work, 'vmlinuz'), path.join(work, 'initrd.gz'), '::/']);
+    run('syslinux', ['--install', fat]);
+
+    const image = Buffer.alloc(PARTITION_START * 512 + partitionMiB * 1024 * 1024);
+    readFileSync(SYSLINUX_MBR).subarray(0, 440).copy(image, 0);
+    image.writeUInt32LE(0x534f4e49, 440); // disk signature "INOS"
+    const entry = 446;
+    image[entry] = 0x80; // active: syslinux's MBR boots this partition
+    image.fill(0xfe, entry + 1, entry + 2); // CHS fields saying "use LBA"
+    image.fill(0xff, entry + 2, entry + 4);
+    image[entry + 4] = 0x0e; // FAT16, LBA
+    image.fill(0xfe, entry + 5, entry + 6);
+    image.fill(0xff, entry + 6, entry + 8);
+    image.writeUInt32LE(PARTITION_START, entry + 8);
+    image.writeUInt32LE(partitionMiB * 2048, entry + 12);
+    image[510] = 0x55;
+    image[511] = 0xaa;
+    readFileSync(fat).copy(image, PARTITION_START * 512);
+    writeFileSync(file, image);
+    return image;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
