@@ -90,7 +90,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
   });
 
   // The conductors' rings, read when a request needs them and kept for at most a second: dropped
-  // at once on every membership notification (PostgreSQL) or after any commit to the database
+  // at once on every membership notification (PostgreSQL) or after any other process's commit
   // (SQLite's change token). The second bounds how late a conductor that stopped heartbeating is
   // seen dead after its heartbeat timeout.
   const rings = conductorRings(store, config.conductor, {

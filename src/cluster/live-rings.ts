@@ -13,10 +13,11 @@
  * - a long-running member (a conductor, a compute service) starts it with a poll interval and
  *   reads the rings synchronously (`ring`, `owner`, `version`, `subscribe`);
  * - a process that only answers questions (the API) awaits `current()`, which re-reads when a
- *   notification came in since the last read (PostgreSQL) or anything was committed since
- *   (SQLite's change token), when neither is known (the listener is down), or when the last read
- *   is older than `maxAgeMs` (which bounds how late a member that stopped heartbeating is seen
- *   dead); `fresh()` always re-reads.
+ *   notification came in since the last read (PostgreSQL) or another process committed anything
+ *   since (SQLite's change token), when neither is known (the listener is down), or when the last
+ *   read is older than `maxAgeMs` — which bounds how late a member that stopped heartbeating is
+ *   seen dead, and on SQLite how late a membership write of this very process is seen (in `up`,
+ *   where the API shares its conductor's connection); `fresh()` always re-reads.
  *
  * A member passes itself as `self`: it stays in its own view while it runs, even when its own
  * heartbeat write was slow — Ironic drops itself then and fails its own nodes.
@@ -199,7 +200,7 @@ export class LiveRings<M extends LiveMember = LiveMember> {
   async current(): Promise<this> {
     await this.start();
     const last = this.lastRead;
-    // Without notifications, a commit since the last read (SQLite's change token) is the signal.
+    // Without notifications, another process's commit since the last read (SQLite's change token) is the signal.
     const token = this.listening ? null : this.changeToken();
     const watched = this.listening || token !== null;
     const stale = !watched || last === null || last.generation !== this.generation || last.token !== token || performance.now() - last.at >= this.maxAgeMs;

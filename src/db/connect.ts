@@ -105,9 +105,11 @@ export interface Store {
   listen(channel: string, handlers: ListenHandlers): Promise<Listener | null>;
   /**
    * SQLite only (absent on PostgreSQL, which notifies instead): a value that differs after any
-   * commit to the database — by another connection (`PRAGMA data_version`) or by this one
-   * (`total_changes()`) — so a reader can tell that what it read may be out of date without
-   * reading it again. Null once closed.
+   * commit to the database by another connection (`PRAGMA data_version`), so a reader can tell
+   * that what another process wrote may have changed what it read, without reading it again.
+   * This connection's own commits do not move it (counting them too, with `total_changes()`, cost
+   * a read transaction per call: more than the API's whole create of a node gained). Null once
+   * closed.
    */
   changeToken?(): string | null;
   /** Sends a notification on `channel` (PostgreSQL NOTIFY); a no-op on SQLite. */
@@ -151,7 +153,6 @@ function openSqlite(target: Extract<DatabaseTarget, { engine: 'sqlite' }>, optio
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: wrapSqlite(handle) }) });
   const sqlNow = (): RawBuilder<Date> => sql<Date>`strftime(${sql.lit(SQLITE_TIME_FORMAT)}, 'now')`;
   const dataVersion = handle.prepare('pragma data_version').pluck();
-  const ownChanges = handle.prepare('select total_changes()').pluck();
   let closed: Promise<void> | undefined;
   return {
     db,
@@ -165,7 +166,7 @@ function openSqlite(target: Extract<DatabaseTarget, { engine: 'sqlite' }>, optio
       return new Date(row.rows[0]!.now);
     },
     listen: () => Promise.resolve(null),
-    changeToken: () => (handle.open ? `${dataVersion.get() as number}/${ownChanges.get() as number}` : null),
+    changeToken: () => (handle.open ? String(dataVersion.get() as number) : null),
     notify: () => Promise.resolve(),
     close() {
       closed ??= db.destroy();
