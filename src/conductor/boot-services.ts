@@ -18,6 +18,7 @@ import { OwnedMacs, startProxyDhcp } from '../boot/proxydhcp/index.js';
 import type { ProxyDhcpResponder, ProxyDhcpStats } from '../boot/proxydhcp/index.js';
 import { startTftpServer } from '../boot/tftp/index.js';
 import type { TftpServer, TftpStats } from '../boot/tftp/index.js';
+import { InstanceImages } from '../boot/instance-images.js';
 import { ListenError } from '../common/errors.js';
 import { splitAddress } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
@@ -30,6 +31,8 @@ export interface BootServices {
   tftpAddress: string | null;
   /** Base URL nodes use for HTTP boot, or null. */
   httpUrl: string | null;
+  /** Converts qcow2 instance images and serves them under `http_root`; null without an HTTP boot URL. */
+  instanceImages: InstanceImages | null;
   /** The embedded TFTP server's counters, or null when it does not run here. */
   tftpStats(): TftpStats | null;
   /** The ProxyDHCP responder, or null when it is off or could not bind. */
@@ -183,6 +186,7 @@ export async function startBootServices(config: Config, logger: Logger, optional
       environment,
       tftpAddress,
       httpUrl,
+      instanceImages: httpUrl ? new InstanceImages({ cache: environment.cache, httpRoot: deploy.http_root, httpUrl, logger: logger.child({ component: 'instance-images' }) }) : null,
       tftpStats: () => tftp?.stats() ?? null,
       proxyDhcp: responder,
       proxyDhcpStats: () => responder?.stats() ?? null,

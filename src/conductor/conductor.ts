@@ -176,6 +176,7 @@ export class Conductor {
         bootEnvironment: boot.environment,
         agentApiUrl: config.deploy.agent_api_url || config.api.public_endpoint || null,
         agentClient: { timeoutSeconds: config.agent.command_timeout, attempts: config.agent.max_command_attempts },
+        ...(boot.instanceImages ? { instanceImages: boot.instanceImages } : {}),
         // Without an HTTP boot URL (no HTTP boot server here and no [deploy] http_url), iPXE cannot
         // fetch its configs: PXE is the default then.
         ...(boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),

@@ -24,6 +24,7 @@ import type { BootEnvironmentPort } from './pxe/boot-environment-port.js';
 import { PxeBoot } from './pxe/pxe-boot.js';
 import { RamdiskDeploy } from './ramdisk/ramdisk-deploy.js';
 import { DirectDeploy } from './direct/direct-deploy.js';
+import type { InstanceImagePort } from './direct/direct-deploy.js';
 import { AgentClient } from '../agent/agent-client.js';
 import type { AgentClientOptions } from '../agent/agent-client.js';
 import { DriverRegistry } from './registry.js';
@@ -46,6 +47,8 @@ export interface BuiltinDriverOptions extends Pick<DriverRegistryOptions, 'enabl
   agentApiUrl?: string | null;
   /** Talking to deploy agents (`[agent]`): timeout and attempts. */
   agentClient?: AgentClientOptions;
+  /** Converts and serves qcow2 instance images for the direct deploy; absent: qcow2 is refused. */
+  instanceImages?: InstanceImagePort;
   /** The fake machines; pass one to inspect them from a test. Default a fresh one. */
   fakeState?: FakeHardwareState;
 }
@@ -69,7 +72,11 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
       deploy: {
         fake: new FakeDeploy(fake),
         ramdisk: new RamdiskDeploy(),
-        direct: new DirectDeploy({ apiUrl: () => options.agentApiUrl ?? null, client: new AgentClient(options.agentClient) }),
+        direct: new DirectDeploy({
+          apiUrl: () => options.agentApiUrl ?? null,
+          client: new AgentClient(options.agentClient),
+          ...(options.instanceImages ? { images: options.instanceImages } : {}),
+        }),
       },
       inspect: { 'no-inspect': new NoInspect(), fake: new FakeInspect(fake) },
       management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },

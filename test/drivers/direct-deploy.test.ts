@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index.js';
 import type { DriverTask } from '../../src/drivers/index.js';
 import { DIRECT_DEPLOY_KEY, WRITE_IMAGE_STEP } from '../../src/drivers/direct/direct-deploy.js';
+import type { ImageStageStatus, InstanceImagePort } from '../../src/drivers/direct/direct-deploy.js';
 import { makeNode, PORTS, silentLogger } from './helpers.js';
 
 const DIGEST = 'ab'.repeat(32);
@@ -40,8 +41,8 @@ async function scriptedAgent(answer: (req: Seen) => { status: number; body: unkn
 
 const result = (status: string, extra: Record<string, unknown> = {}) => ({ id: 'cmd-1', command_name: 'standby.prepare_image', command_params: {}, command_status: status, command_error: null, command_result: null, ...extra });
 
-function task(fields: { instance_info?: Record<string, unknown>; driver_internal_info?: Record<string, unknown>; properties?: Record<string, unknown> } = {}, apiUrl: string | null = 'http://api.example:6385', fake = new FakeHardwareState()): DriverTask {
-  const registry = createDriverRegistry({ fakeState: fake, agentApiUrl: apiUrl, agentClient: { timeoutSeconds: 5, attempts: 1 } });
+function task(fields: { instance_info?: Record<string, unknown>; driver_internal_info?: Record<string, unknown>; properties?: Record<string, unknown> } = {}, apiUrl: string | null = 'http://api.example:6385', fake = new FakeHardwareState(), images?: InstanceImagePort): DriverTask {
+  const registry = createDriverRegistry({ fakeState: fake, agentApiUrl: apiUrl, agentClient: { timeoutSeconds: 5, attempts: 1 }, ...(images ? { instanceImages: images } : {}) });
   const node = makeNode({ deploy_interface: 'direct', provision_state: 'wait call-back', instance_info: { ...IMAGE, ...fields.instance_info }, properties: fields.properties ?? {}, driver_internal_info: fields.driver_internal_info ?? {} });
   return registry.bind({ node, ports: PORTS, logger: silentLogger, agentToken: TOKEN });
 }
@@ -53,7 +54,9 @@ describe('direct deploy: validate', () => {
     [{ image_os_hash_algo: 'md5', image_os_hash_value: 'a'.repeat(32) }, 'instance_info.image_os_hash_algo must be one of sha256, sha384, sha512'],
     [{ image_os_hash_value: 'xyz' }, 'instance_info.image_os_hash_value must be a sha256 digest'],
     [{ image_os_hash_algo: undefined, image_os_hash_value: undefined, image_checksum: 'a'.repeat(32) }, 'is an md5 digest, which is not accepted'],
-    [{ image_disk_format: 'qcow2' }, 'instance_info.image_disk_format "qcow2" is not supported yet'],
+    [{ image_disk_format: 'vmdk' }, 'instance_info.image_disk_format must be raw or qcow2, not "vmdk"'],
+    [{ image_disk_format: 'qcow2' }, 'instance_info.image_disk_format qcow2 needs a conductor that converts and serves images'],
+    [{ image_disk_format: 'qcow2', image_os_hash_algo: 'sha384', image_os_hash_value: 'a'.repeat(96) }, 'instance_info.image_os_hash_algo must be sha256 or sha512 for a qcow2 image'],
     [{ root_device: { colour: 'blue' } }, 'instance_info.root_device'],
   ])('refuses %j, naming the field', async (change, message) => {
     const t = task({ instance_info: change });
@@ -144,5 +147,55 @@ describe('direct deploy: heartbeats', () => {
     expect(agent.seen.map((s) => (s.body as { name: string }).name)).toEqual(['standby.sync']);
     expect(agent.seen[0]!.url).toContain('wait=true');
     expect(fake.peek(t.node.uuid)).toMatchObject({ power: 'power on', bootDevice: 'disk', persistent: true, prepared: 'localboot', powerOns: before + 1 });
+  });
+
+  describe('a qcow2 image: converted and served by the owning conductor', () => {
+    const QCOW = { image_source: 'http://images.example/disk.qcow2', image_disk_format: 'qcow2' };
+    const RAW_DIGEST = 'ef'.repeat(32);
+    /** A converter whose answer the test sets; records who asked for what. */
+    const converter = () => {
+      const calls: Array<{ node: string; source: { url: string; checksum: string } } | { released: string }> = [];
+      let status: ImageStageStatus = { state: 'staging' };
+      const port: InstanceImagePort = {
+        stage: (node, source) => (calls.push({ node, source }), status),
+        release: async (node) => void calls.push({ released: node }),
+      };
+      return { port, calls, set: (s: ImageStageStatus) => void (status = s) };
+    };
+
+    it('starts the conversion when the deploy boots the ramdisk; heartbeats wait for it, then the agent gets the raw image and its digest', async () => {
+      script = () => ({ status: 200, body: result('RUNNING') });
+      const images = converter();
+      const t = task({ instance_info: QCOW }, 'http://api.example:6385', new FakeHardwareState(), images.port);
+      await expect(t.driver.deploy.validate(t)).resolves.toBeUndefined();
+      expect(await t.driver.deploy.deploy(t)).toBe('wait');
+      expect(images.calls).toEqual([{ node: t.node.uuid, source: { url: QCOW.image_source, checksum: `sha256:${DIGEST}` } }]);
+      expect(await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10.0.0' })).toEqual({ kind: 'wait' });
+      expect(agent.seen).toHaveLength(0);
+
+      images.set({ state: 'ready', image: { url: 'http://conductor:8080/images/sha256-x.raw', sha256: RAW_DIGEST } });
+      const progress = await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10.0.0' });
+      expect(progress).toMatchObject({ kind: 'wait', internal: { [DIRECT_DEPLOY_KEY]: { phase: 'writing' } } });
+      expect(agent.seen[0]!.body).toMatchObject({
+        name: 'standby.prepare_image',
+        params: { image_info: { urls: ['http://conductor:8080/images/sha256-x.raw'], os_hash_algo: 'sha256', os_hash_value: RAW_DIGEST, disk_format: 'raw' } },
+      });
+    });
+
+    it('fails the deploy with the converter\'s reason, and releases the image once the disk is written', async () => {
+      const images = converter();
+      images.set({ state: 'failed', error: 'the qcow2 image names a backing file, which is refused' });
+      const t = task({ instance_info: QCOW }, 'http://api.example:6385', new FakeHardwareState(), images.port);
+      expect(await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10.0.0' })).toEqual({
+        kind: 'fail',
+        error: 'write_image: the conductor could not convert the qcow2 image: the qcow2 image names a backing file, which is refused',
+      });
+      expect(agent.seen).toHaveLength(0);
+
+      script = (req) => ({ status: 200, body: { ...result('SUCCEEDED'), id: 'sync-1', command_name: (req.body as { name: string }).name } });
+      const written = task({ instance_info: QCOW, driver_internal_info: { [DIRECT_DEPLOY_KEY]: { phase: 'written', command: 'cmd-1' }, agent_url: agent.url } }, 'http://api.example:6385', new FakeHardwareState(), images.port);
+      expect(await written.driver.deploy.deploy(written)).toBe('done');
+      expect(images.calls).toContainEqual({ released: written.node.uuid });
+    });
   });
 });

@@ -54,6 +54,12 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: 'xz', package: 'xz-utils' },
   // The config drive of the direct deploy's real-VM scenario (an ISO 9660 image labelled config-2).
   { command: 'genisoimage', package: 'genisoimage' },
+  // qcow2 instance images: the conductor converts them (src/boot/instance-images.ts) and tests make them.
+  { command: 'qemu-img', package: 'qemu-utils' },
+  // The direct deploy's OS image (test/realnode/os-image.ts): a FAT partition with syslinux.
+  { command: 'mkfs.fat', package: 'dosfstools' },
+  { command: 'mcopy', package: 'mtools' },
+  { command: 'syslinux', package: 'syslinux' },
 ];
 
 // dnsmasq and friends install to sbin, which an ordinary user's PATH often lacks.

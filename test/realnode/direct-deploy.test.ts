@@ -2,17 +2,20 @@
  * The `direct` deploy on a real machine: a qemu VM with a virtual disk, behind its virtual BMC,
  * network-boots ironring's deploy ramdisk (`ironring ramdisk build`: the cloud kernel, busybox and
  * node running `ironring agent`) from a real conductor; the agent looks the node up through the
- * API, heartbeats, and streams a whole-disk image from an HTTP server onto /dev/vda; the conductor
- * then powers the VM off, sets the boot device to disk for good through the BMC and powers it on,
- * and the VM boots the image from its disk, whose boot code prints a marker on the serial console.
- * A wrong digest ends as `deploy failed` with the agent's message, and nothing boots from the disk.
+ * API, heartbeats, and streams a whole-disk image onto /dev/vda; the conductor then powers the VM
+ * off, sets the boot device to disk for good through the BMC and powers it on, and the VM boots the
+ * image from its disk. The first scenario's image is an operating system (`os-image.ts`: syslinux,
+ * the cloud kernel, a busybox /init) given as qcow2, which the conductor converts and serves; it
+ * prints a marker and the user data it reads from the config drive the agent wrote. The others
+ * stream raw images (a boot sector printing a marker) from an HTTP server of the test. A wrong
+ * digest ends as `deploy failed` with the agent's message, and nothing boots from the disk.
  *
  * Run alone with `npx vitest run test/realnode/direct-deploy.test.ts`; needs what the other
  * real-node tests need (requirements.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +23,7 @@ import { getPartitionUuids } from '../../src/agent/disk/partition-table.js';
 import { waitUntil } from '../helpers/conductors.js';
 import { api, enrollMachine, makeAvailable, nodeStates, provision, waitForProvisionState } from './api.js';
 import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from './assets.js';
+import { OS_MARKER, osDiskImage, USER_DATA_PREFIX } from './os-image.js';
 import type { DeployRamdisk } from './assets.js';
 import { openLab } from './lab.js';
 import type { Lab, LabMachine } from './lab.js';
@@ -84,11 +88,12 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     return uuid;
   }
 
-  async function setImage(uuid: string, imageFile: string, digest: string, bytesPerSecond?: number, rootDevice: Record<string, unknown> = { name: '/dev/vda' }): Promise<void> {
+  async function setImage(uuid: string, imageFile: string, digest: string, bytesPerSecond?: number, rootDevice: Record<string, unknown> = { name: '/dev/vda' }, diskFormat = 'raw'): Promise<void> {
     const res = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
       { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile, bytesPerSecond === undefined ? {} : { bytesPerSecond }) },
       { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha256' },
       { op: 'add', path: '/instance_info/image_os_hash_value', value: digest },
+      { op: 'add', path: '/instance_info/image_disk_format', value: diskFormat },
       { op: 'add', path: '/instance_info/root_device', value: rootDevice },
     ]);
     expect(res.status, res.body).toBe(200);
@@ -96,15 +101,20 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
 
   const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-  it('writes a whole-disk image and a config drive with the agent, then the VM boots the image from its disk', async () => {
+  it('writes an OS image given as qcow2 and a config drive with the agent; the VM boots the OS from its disk, which reads its user data from the config drive', async () => {
     const disk = blankDisk('direct-bios');
     const machine = await lab.addMachine('direct-bios', 'bios', { disks: [disk], memoryMiB: 1024 });
     const uuid = await enrollDirect(machine);
     const token = randomBytes(6).toString('hex');
-    const image = markerDiskImage(token);
     const imageFile = path.join(lab.network.slot.dir, `image-${token}.raw`);
-    writeFileSync(imageFile, image);
-    await setImage(uuid, imageFile, sha256(image));
+    const image = osDiskImage(imageFile, token);
+    // The image as a cloud publishes it: qcow2. The conductor converts it back to raw and serves it.
+    const qcowFile = path.join(lab.network.slot.dir, `image-${token}.qcow2`);
+    const made = spawnSync('qemu-img', ['convert', '-q', '-f', 'raw', '-O', 'qcow2', imageFile, qcowFile], { encoding: 'utf8' });
+    expect(made.status, made.stderr).toBe(0);
+    const qcow2 = readFileSync(qcowFile);
+    expect(qcow2.length).toBeLessThan(image.length);
+    await setImage(uuid, qcowFile, sha256(qcow2), undefined, { name: '/dev/vda' }, 'qcow2');
 
     // A config drive as `baremetal node deploy --config-drive` sends it: a gzipped, base64 ISO 9660
     // image labelled config-2 holding the user data.
@@ -134,8 +144,14 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     expect(node.driver_internal_info).not.toHaveProperty('agent_url');
     expect(node.deploy_step).toEqual({});
 
-    const boot = await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
-    console.log(`real node ${machine.name} (direct, ipxe, bios): active after ${activeMs} ms, disk marker ${boot.ms} ms later`);
+    // The OS on the disk booted (syslinux, its kernel, its /init) and found the config drive by its
+    // label, as cloud-init does, and printed the user data from it.
+    const boot = await waitForMarker(machine.vm.serialLog, new RegExp(`${OS_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+    const userData = await waitForMarker(machine.vm.serialLog, new RegExp(`${USER_DATA_PREFIX} echo user-data-${token}`), BOOT_TIMEOUT_MS);
+    console.log(`real node ${machine.name} (direct, qcow2, ipxe, bios): active after ${activeMs} ms, OS booted from disk ${boot.ms} ms later, user data read from config-2 at ${userData.ms} ms`);
+    // The conductor let go of the converted image once it was on the disk.
+    const published = path.join(lab.conductors[0]!.dataDir, 'httpboot', 'images');
+    expect(readdirSync(published).filter((n) => n.endsWith('.raw'))).toEqual([]);
     // The image is on the disk, byte for byte but for the MBR's second entry (the config drive's),
     // and the conductor told the BMC: disk, for good.
     const written = readStart(disk, image.length);
@@ -160,7 +176,7 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     lab.ipmitool(machine, ['chassis', 'bootdev', 'pxe']);
     machine.vm.clearLog();
     lab.power(machine, 'on');
-    const again = await waitForMarker(machine.vm.serialLog, new RegExp(`Booting from the local disk[\\s\\S]*${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+    const again = await waitForMarker(machine.vm.serialLog, new RegExp(`Booting from the local disk[\\s\\S]*${OS_MARKER} ${token}`), BOOT_TIMEOUT_MS);
     console.log(`real node ${machine.name}: network boot handed over to the disk, marker after ${again.ms} ms`);
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);

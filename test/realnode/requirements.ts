@@ -24,6 +24,10 @@ export const REAL_NODE_PACKAGES = [
   'zstd',
   'xz-utils',
   'genisoimage',
+  'qemu-utils',
+  'dosfstools',
+  'mtools',
+  'syslinux',
 ] as const;
 
 let answer: boolean | undefined;

@@ -5,10 +5,13 @@
  *
  * The deploy as the node's owner drives it, one short step per call (the state it is at lives in
  * `driver_internal_info.direct_deploy`, so a conductor taking the node over goes on from there):
- * 1. `deploy` (from `deploying`): boot files for the deploy ramdisk with `ipa-api-url`, boot device
- *    network (once), power on → `wait call-back`.
+ * 1. `deploy` (from `deploying`): a qcow2 image starts converting on this conductor (in the
+ *    background, `InstanceImagePort`); boot files for the deploy ramdisk with `ipa-api-url`, boot
+ *    device network (once), power on → `wait call-back`.
  * 2. The agent looks up and heartbeats; `heartbeat` sends `standby.prepare_image` (not waiting) and
- *    records the command → the node stays in `wait call-back`, `deploy_step` `write_image`.
+ *    records the command → the node stays in `wait call-back`, `deploy_step` `write_image`. A qcow2
+ *    image is sent once converted (heartbeats before that wait; its owner after a take-over
+ *    converts its own copy the same way).
  * 3. Later heartbeats ask the agent how that command went: running → wait; failed → `deploy failed`
  *    with the agent's message; succeeded → `resume`: back to `deploying`.
  * 4. `deploy` again (phase `written`): flush the disk through the agent, power off, replace the
@@ -22,7 +25,8 @@ import type { AgentContact, AgentProgress, DeployInterface, DeployOutcome } from
 import { InvalidParameterValue } from '../errors.js';
 import { optionalString } from '../fields.js';
 import type { DriverTask } from '../task.js';
-import { directImageInfo } from './image-info.js';
+import { directImageInfo, directImageSource } from './image-info.js';
+import type { DirectImageSource, StagedRawImage } from './image-info.js';
 
 /** The `driver_internal_info` key holding where a direct deploy is. */
 export const DIRECT_DEPLOY_KEY = 'direct_deploy';
@@ -39,6 +43,17 @@ export interface DirectDeployState {
   result?: string;
 }
 
+/** Where the conversion of a qcow2 image is (`boot/instance-images.ts` implements the port). */
+export type ImageStageStatus = { state: 'staging' } | { state: 'ready'; image: StagedRawImage } | { state: 'failed'; error: string };
+
+/** The owning conductor's converter and server of qcow2 images. */
+export interface InstanceImagePort {
+  /** Starts or joins the conversion of `source` for `node`; answers at once. */
+  stage(node: string, source: { url: string; checksum: string }): ImageStageStatus;
+  /** The node no longer needs its converted image. */
+  release(node: string): Promise<void>;
+}
+
 export interface DirectDeployOptions {
   /**
    * The API URL the agent looks up and heartbeats to (`ipa-api-url`), or null when none is
@@ -46,6 +61,8 @@ export interface DirectDeployOptions {
    */
   apiUrl: () => string | null;
   client?: AgentClient;
+  /** Converts and serves qcow2 images; absent (no HTTP boot server here): qcow2 is refused. */
+  images?: InstanceImagePort;
 }
 
 function stateOf(task: DriverTask): DirectDeployState | null {
@@ -65,19 +82,22 @@ export class DirectDeploy implements DeployInterface {
 
   async validate(task: DriverTask): Promise<void> {
     await task.driver.boot.validate(task);
-    directImageInfo(task);
+    this.imageSource(task);
     configDrive(task);
     this.apiUrl();
   }
 
   /** Nothing to stage before `deploy`: the deploy ramdisk's boot files are made there. */
   async prepare(task: DriverTask): Promise<void> {
-    directImageInfo(task);
+    this.imageSource(task);
   }
 
   async deploy(task: DriverTask): Promise<DeployOutcome> {
     const state = stateOf(task);
     if (state?.phase === 'written') return this.bootInstance(task);
+    // A qcow2 image converts while the deploy ramdisk boots.
+    const source = this.imageSource(task);
+    if (source.format !== 'raw') this.stage(task, source);
     const { boot, management, power } = task.driver;
     await boot.prepareRamdisk(task, { 'ipa-api-url': this.apiUrl() });
     await management.setBootDevice(task, 'pxe', false);
@@ -90,7 +110,15 @@ export class DirectDeploy implements DeployInterface {
     const endpoint = this.endpoint(task, agent);
     const state = stateOf(task);
     if (state === null) {
-      const imageInfo = directImageInfo(task);
+      const source = this.imageSource(task);
+      let staged: StagedRawImage | undefined;
+      if (source.format !== 'raw') {
+        const status = this.stage(task, source);
+        if (status.state === 'staging') return { kind: 'wait' };
+        if (status.state === 'failed') return { kind: 'fail', error: `write_image: the conductor could not convert the ${source.format} image: ${status.error}` };
+        staged = status.image;
+      }
+      const imageInfo = directImageInfo(task, staged);
       let started;
       try {
         started = await this.client.run(endpoint, 'standby.prepare_image', { image_info: imageInfo, configdrive: configDrive(task) }, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
@@ -127,9 +155,23 @@ export class DirectDeploy implements DeployInterface {
     return { kind: 'resume', internal: { [DIRECT_DEPLOY_KEY]: next, deploy_step: {} } };
   }
 
+  /** The image source, checked; a qcow2 one needs this conductor's converter. */
+  private imageSource(task: DriverTask): DirectImageSource {
+    const source = directImageSource(task);
+    if (source.format !== 'raw' && this.options.images === undefined) {
+      throw new InvalidParameterValue('instance_info.image_disk_format', `${source.format} needs a conductor that converts and serves images over HTTP ([deploy] http_root with an HTTP boot server or http_url); give a raw image`);
+    }
+    return source;
+  }
+
+  private stage(task: DriverTask, source: DirectImageSource): ImageStageStatus {
+    return this.options.images!.stage(task.node.uuid, { url: source.url.href, checksum: `${source.algo}:${source.value}` });
+  }
+
   /** After the image is on the disk: flush it, power off, boot from the disk for good, power on. */
   private async bootInstance(task: DriverTask): Promise<DeployOutcome> {
     const { boot, management, power } = task.driver;
+    await this.options.images?.release(task.node.uuid);
     const url = task.node.driver_internal_info?.agent_url;
     if (typeof url === 'string' && task.agentToken) {
       // The agent wrote with O_DIRECT and fsynced, so this is belt and braces: a power-off cannot
@@ -151,11 +193,13 @@ export class DirectDeploy implements DeployInterface {
   }
 
   async tearDown(task: DriverTask): Promise<void> {
+    await this.options.images?.release(task.node.uuid);
     await task.driver.power.setPowerState(task, 'power off');
     await task.driver.boot.cleanUpInstance(task);
   }
 
   async cleanUp(task: DriverTask): Promise<void> {
+    await this.options.images?.release(task.node.uuid);
     await task.driver.boot.cleanUpRamdisk(task);
   }
 

@@ -7,8 +7,11 @@
  * - `image_os_hash_algo` + `image_os_hash_value` (sha256, sha384, sha512), or the legacy
  *   `image_checksum` (`<algo>:<hex>` as the other ironring images, or bare hex: its length gives the
  *   algorithm; md5 is refused, as `[agent] allow_md5_checksum` is off by default in Ironic).
- * - `image_disk_format`: `raw` (the default). Other formats are refused until the image cache
- *   converts them; the agent also refuses an image whose first bytes say qcow2/vmdk/vhdx/vdi.
+ * - `image_disk_format`: `raw` (the default), streamed by the agent from `image_source`; or `qcow2`,
+ *   which the owning conductor downloads, verifies, converts to raw and serves itself
+ *   (`boot/instance-images.ts`; its checksum must then be sha256 or sha512, the image cache's). The
+ *   agent gets the raw image's URL and digest, and refuses an image whose first bytes say
+ *   qcow2/vmdk/vhdx/vdi whatever it was told.
  * - `root_device`: root device hints, checked here (the agent checks them again on the machine).
  *
  * Partition images (Ironic's `kernel`/`ramdisk` beside `image_source`) are not supported: the agent
@@ -39,6 +42,25 @@ export interface AgentImageInfo {
 }
 
 const PURPOSE = 'the direct deploy interface';
+
+/** Formats `image_disk_format` may name. */
+export const DIRECT_DISK_FORMATS = ['raw', 'qcow2'] as const;
+export type DirectDiskFormat = (typeof DIRECT_DISK_FORMATS)[number];
+
+/** A raw image the conductor converted and serves (`boot/instance-images.ts`). */
+export interface StagedRawImage {
+  url: string;
+  sha256: string;
+}
+
+/** The instance image as `instance_info` names it, checked. */
+export interface DirectImageSource {
+  url: URL;
+  format: DirectDiskFormat;
+  algo: string;
+  value: string;
+  hints: unknown;
+}
 
 /** The image checksum as `{algo, value}`; throws naming the field. */
 function imageChecksum(bag: FieldBag): { algo: string; value: string } {
@@ -71,7 +93,7 @@ function imageChecksum(bag: FieldBag): { algo: string; value: string } {
  * Reads and checks the instance image of a `direct` deploy; throws `InvalidParameterValue` naming
  * the field. Pure: nothing is fetched.
  */
-export function directImageInfo(task: DriverTask): AgentImageInfo {
+export function directImageSource(task: DriverTask): DirectImageSource {
   const bag: FieldBag = { name: 'instance_info', value: task.node.instance_info };
   const source = requiredString(bag, 'image_source', PURPOSE);
   if (!/^https?:\/\//i.test(source)) {
@@ -85,10 +107,13 @@ export function directImageInfo(task: DriverTask): AgentImageInfo {
   }
   if (url.username !== '' || url.password !== '') throw new InvalidParameterValue('instance_info.image_source', 'must not carry a user name or password (the agent and the logs would see them)');
   const format = optionalString(bag, 'image_disk_format') ?? 'raw';
-  if (format !== 'raw') {
-    throw new InvalidParameterValue('instance_info.image_disk_format', `${JSON.stringify(format)} is not supported yet: the agent writes raw whole-disk images (convert with qemu-img convert -O raw)`);
+  if (!(DIRECT_DISK_FORMATS as readonly string[]).includes(format)) {
+    throw new InvalidParameterValue('instance_info.image_disk_format', `must be raw or qcow2, not ${JSON.stringify(format.slice(0, 40))} (convert it with qemu-img convert -O raw)`);
   }
   const { algo, value } = imageChecksum(bag);
+  if (format === 'qcow2' && algo !== 'sha256' && algo !== 'sha512') {
+    throw new InvalidParameterValue('instance_info.image_os_hash_algo', `must be sha256 or sha512 for a qcow2 image (the conductor's image cache verifies it), not ${algo}`);
+  }
   const hints = task.node.instance_info.root_device ?? task.node.properties.root_device;
   try {
     parseHints(hints);
@@ -96,14 +121,24 @@ export function directImageInfo(task: DriverTask): AgentImageInfo {
     const where = task.node.instance_info.root_device !== undefined ? 'instance_info.root_device' : 'properties.root_device';
     throw new InvalidParameterValue(where, (err as Error).message);
   }
+  return { url, format: format as DirectDiskFormat, algo, value, hints };
+}
+
+/**
+ * What `standby.prepare_image` gets: the raw image at `image_source`, or for a qcow2 source the raw
+ * image the conductor staged from it (`staged`, required then).
+ */
+export function directImageInfo(task: DriverTask, staged?: StagedRawImage): AgentImageInfo {
+  const { url, format, algo, value, hints } = directImageSource(task);
+  if (format !== 'raw' && staged === undefined) throw new Error(`a ${format} image is given to the agent only once the conductor has converted it`);
   const id = url.pathname.split('/').filter((p) => p !== '').pop() ?? url.host;
   return {
     id,
-    urls: [url.href],
+    urls: [staged?.url ?? url.href],
     disk_format: 'raw',
     container_format: 'bare',
-    os_hash_algo: algo,
-    os_hash_value: value,
+    os_hash_algo: staged ? 'sha256' : algo,
+    os_hash_value: staged ? staged.sha256 : value,
     stream_raw_images: true,
     image_type: 'whole-disk',
     node_uuid: task.node.uuid,
