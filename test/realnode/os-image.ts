@@ -31,10 +31,16 @@ for pass in 1 2; do for m in $(cat /etc/modules); do grep -q "^$m " /proc/module
 token=
 for w in $(cat /proc/cmdline); do case "$w" in ironring.os_token=*) token=\${w#*=} ;; esac; done
 echo "${OS_MARKER} $token"
-# The config drive as cloud-init finds it: the block device whose file system is labelled config-2.
+# The config drive as cloud-init finds it: the block device whose file system is labelled
+# config-2 — busybox's findfs, else the ISO 9660 volume identifier read straight off each device.
 drive=
 for attempt in 1 2 3 4 5 6 7 8 9 10; do
-  drive=$(blkid | sed -n 's/^\\([^:]*\\):.*LABEL="config-2".*/\\1/p' | head -n 1)
+  drive=$(findfs LABEL=config-2 2>/dev/null)
+  [ -n "$drive" ] && break
+  for d in /sys/class/block/*; do
+    n=\${d##*/}
+    if [ "$(dd if=/dev/$n bs=1 skip=32808 count=8 2>/dev/null)" = config-2 ]; then drive=/dev/$n; break; fi
+  done
   [ -n "$drive" ] && break
   sleep 1
 done
