@@ -5,8 +5,8 @@
  * - Asynchronous commands (`standby.prepare_image`, `standby.power_off`,
  *   `deploy.execute_deploy_step`) answer RUNNING at once and end later; one runs at a time (a
  *   second gets 409, as IPA's "agent is busy").
- * - The others run before the answer; their return value is the result's `command_result.result`,
- *   as IPA wraps it.
+ * - The others run before the answer. A command's return value becomes its `command_result` as
+ *   IPA shapes it (`commandResult` in agent.ts): a string as `{result}`, an object as it is.
  * - A failure is the command's `command_error` — `{type, code, message, details}` — whose message
  *   is what the conductor writes to the node's `last_error`.
  */
@@ -102,7 +102,7 @@ async function prepareImage(params: Record<string, unknown>, context: CommandCon
   } catch {
     // An image without a partition table still boots nothing we can name; the digest matched.
   }
-  return `prepare_image: image (${info.id}) written to device ${device.name} root_uuid=${rootUuid} (${result.bytes} bytes, ${result.algo} verified, ${result.seconds.toFixed(1)} s${drive})`;
+  return `image (${info.id}) written to device ${device.name} root_uuid=${rootUuid} (${result.bytes} bytes, ${result.algo} verified, ${result.seconds.toFixed(1)} s${drive})`;
 }
 
 async function syncDisks(context: CommandContext): Promise<void> {
@@ -205,7 +205,8 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
         throw new CommandFailed(`deploy step ${JSON.stringify(isObject(step) ? step.step : step)} is not one this agent runs (it runs write_image)`, 'InvalidCommandParamsError');
       }
       const args = isObject(step.args) ? step.args : {};
-      return prepareImage({ image_info: args.image_info, configdrive: args.configdrive ?? null }, context);
+      // IPA's answer to a deploy step: what the step returned, and the step.
+      return { deploy_result: await prepareImage({ image_info: args.image_info, configdrive: args.configdrive ?? null }, context), deploy_step: step };
     },
   },
   'log.collect_system_logs': {

@@ -66,6 +66,17 @@ export interface AgentOptions {
 /** The agent could not find its node, or the API refused it for good. */
 export class AgentError extends IronringError {}
 
+/**
+ * A command's `command_result` as IPA shapes it (and Ironic reads it): a string is wrapped as
+ * `{result}` — an asynchronous command's prefixed with the method's name — and anything else
+ * (`get_deploy_steps`' steps, `collect_system_logs`' archive) is the result itself; nothing is null.
+ */
+export function commandResult(name: string, async: boolean, result: unknown): Record<string, unknown> | null {
+  if (typeof result === 'string') return { result: async ? `${name}: ${result}` : result };
+  if (result === undefined || result === null) return null;
+  return result as Record<string, unknown>;
+}
+
 interface LookupResult {
   node: { uuid: string; properties: Record<string, unknown>; instance_info: Record<string, unknown> };
   token: string | null;
@@ -291,11 +302,16 @@ export class Agent {
         return;
       }
       if (path === '/v1/commands' || path.startsWith('/v1/commands/')) {
-        if (!this.authorized(url.searchParams.get('agent_token'))) {
+        // Running a command takes the token (or its digest). Reading results does not, as on IPA —
+        // Ironic's conductor polls `GET /v1/commands/` without one — but a reader without it gets
+        // no parameters and no collected logs (`publicView`).
+        const trusted = this.authorized(url.searchParams.get('agent_token'));
+        if (!trusted && req.method !== 'GET') {
           req.resume();
           refuse(401, 'Unauthorized', 'Token invalid.');
           return;
         }
+        const show = (c: StoredCommand) => (trusted ? view(c) : publicView(c));
         const wait = url.searchParams.get('wait') === 'true';
         if (req.method === 'POST' && path === '/v1/commands') {
           const body = await readBody(req, MAX_COMMAND_BODY);
@@ -303,7 +319,7 @@ export class Agent {
           return;
         }
         if (req.method === 'GET' && path === '/v1/commands') {
-          send(200, { commands: [...this.commands.values()].map(view) });
+          send(200, { commands: [...this.commands.values()].map(show) });
           return;
         }
         if (req.method === 'GET') {
@@ -314,7 +330,7 @@ export class Agent {
             return;
           }
           if (wait) await command.done;
-          send(200, view(command));
+          send(200, show(command));
           return;
         }
       }
@@ -348,13 +364,16 @@ export class Agent {
       refuse(409, 'AgentIsBusy', `Agent is busy executing ${this.running.command_name} (${this.running.id})`);
       return;
     }
-    const record = { id: randomUUID(), command_name: request.name, command_params: redact(request.params), command_status: 'RUNNING', command_error: null, command_result: null } as StoredCommand;
+    // IPA names a result by the method alone (`execute_deploy_step`, not `deploy.execute_deploy_step`):
+    // Ironic's conductor looks for exactly those names when it polls.
+    const method = request.name.slice(request.name.indexOf('.') + 1);
+    const record = { id: randomUUID(), command_name: method, command_params: redact(request.params), command_status: 'RUNNING', command_error: null, command_result: null } as StoredCommand;
     this.say(`command ${request.name} (${record.id}) started`);
     const context = this.context();
     const run = async (): Promise<void> => {
       try {
         const result = await spec.run(request.params, context);
-        record.command_result = { result };
+        record.command_result = commandResult(method, spec.async, result);
         record.command_status = 'SUCCEEDED';
         this.say(`command ${request.name} (${record.id}) succeeded${typeof result === 'string' ? `: ${result}` : ''}`);
       } catch (err) {
@@ -411,6 +430,16 @@ export class Agent {
 function view(command: StoredCommand): AgentCommandResult {
   const { done: _done, ...rest } = command;
   return rest;
+}
+
+/**
+ * A command's result as a reader without the token sees it: status, error and result, which is
+ * all Ironic's conductor reads when it polls; no parameters (image URLs, step arguments) and no
+ * collected system logs.
+ */
+function publicView(command: StoredCommand): AgentCommandResult {
+  const shown = view(command);
+  return { ...shown, command_params: {}, command_result: command.command_name === 'collect_system_logs' ? null : shown.command_result };
 }
 
 /** The params as results show them: a config drive or a password is not echoed back. */

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { commandResult } from '../../src/agent/agent.js';
 import { COMMANDS, parseImageInfo, tarFiles } from '../../src/agent/agent-commands.js';
 
 describe('the agent\'s commands', () => {
@@ -39,5 +40,17 @@ describe('the agent\'s commands', () => {
     await expect(COMMANDS['image.install_bootloader']!.run({}, context)).rejects.toThrow('a whole-disk image carries its own');
     await expect(COMMANDS['deploy.execute_deploy_step']!.run({ step: { step: 'erase_devices' } }, context)).rejects.toThrow('deploy step "erase_devices" is not one this agent runs');
     expect(await COMMANDS['deploy.get_deploy_steps']!.run({}, context)).toMatchObject({ deploy_steps: { GenericHardwareManager: [{ step: 'write_image', interface: 'deploy' }] } });
+  });
+});
+
+describe('command results as IPA shapes them (what Ironic\'s conductor reads)', () => {
+  it('wraps a string as {result} (an asynchronous command\'s prefixed with its method), passes objects through, and null for nothing', () => {
+    expect(commandResult('prepare_image', true, 'image (x) written to device /dev/vda')).toEqual({ result: 'prepare_image: image (x) written to device /dev/vda' });
+    expect(commandResult('get_partition_uuids', false, 'text')).toEqual({ result: 'text' });
+    const steps = { deploy_steps: { GenericHardwareManager: [] }, hardware_manager_version: { generic_hardware_manager: '1.2' } };
+    // Ironic's agent_base reads these keys straight off command_result.
+    expect(commandResult('get_deploy_steps', false, steps)).toBe(steps);
+    expect(commandResult('sync', false, null)).toBeNull();
+    expect(commandResult('power_off', true, undefined)).toBeNull();
   });
 });

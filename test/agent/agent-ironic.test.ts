@@ -87,7 +87,18 @@ describe('ironring agent speaking to an Ironic-shaped API', () => {
     const wrong = await post(a, `${TOKEN}x`);
     expect(wrong.status).toBe(401);
     expect(await wrong.json()).toMatchObject({ message: 'Token invalid.' });
-    expect((await fetch(`${a.url}/v1/commands/`)).status).toBe(401);
+    // Reading results needs no token, as on IPA (Ironic's conductor polls without one), but shows
+    // no parameters and no collected logs then; with the token, everything.
+    await post(a, TOKEN, 'log.collect_system_logs');
+    const anonymous = await fetch(`${a.url}/v1/commands/`);
+    expect(anonymous.status).toBe(200);
+    const seen = ((await anonymous.json()) as { commands: Array<Record<string, unknown>> }).commands;
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    for (const c of seen) expect(c.command_params).toEqual({});
+    expect(seen.at(-1)).toMatchObject({ command_name: 'collect_system_logs', command_status: 'SUCCEEDED', command_result: null });
+    const full = ((await (await fetch(`${a.url}/v1/commands/?agent_token=${encodeURIComponent(TOKEN)}`)).json()) as { commands: Array<Record<string, unknown>> }).commands;
+    expect(full.at(-1)!.command_result).toEqual({ system_logs: expect.stringMatching(/^H4sI/) });
+    expect((await fetch(`${a.url}/v1/commands/${String(full.at(-1)!.id)}`)).status).toBe(200);
     // Status needs no token, as IPA's.
     expect(await (await fetch(`${a.url}/v1/status`)).json()).toMatchObject({ version: expect.any(String) });
   });
@@ -107,7 +118,7 @@ describe('ironring agent speaking to an Ironic-shaped API', () => {
       const image = { id: 'x', urls: [`http://127.0.0.1:${(stall.address() as { port: number }).port}/x.raw`], os_hash_algo: 'sha256', os_hash_value: 'ab'.repeat(32), root_device: { name: 'vda' } };
       const first = await post(a, TOKEN, 'standby.prepare_image', { image_info: image, configdrive: null });
       expect(first.status).toBe(200);
-      expect(await first.json()).toMatchObject({ command_name: 'standby.prepare_image', command_status: 'RUNNING', command_error: null, command_params: { configdrive: null } });
+      expect(await first.json()).toMatchObject({ command_name: 'prepare_image', command_status: 'RUNNING', command_error: null, command_params: { configdrive: null } });
       const busy = await post(a, TOKEN, 'standby.sync');
       expect(busy.status).toBe(409);
       expect(await busy.json()).toMatchObject({ type: 'AgentIsBusy' });

@@ -204,6 +204,6 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
     const digest = (await row(uuid)).agent_token_hash as string;
     const ok = await post(digest);
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toMatchObject({ command_name: 'standby.sync', command_status: 'SUCCEEDED' });
+    expect(await ok.json()).toMatchObject({ command_name: 'sync', command_status: 'SUCCEEDED' });
   });
 });

@@ -60,6 +60,8 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: 'mkfs.fat', package: 'dosfstools' },
   { command: 'mcopy', package: 'mtools' },
   { command: 'syslinux', package: 'syslinux' },
+  // A real peer driving ironring agent (test/interop/): OpenStack Ironic 21.4 itself, API and conductor.
+  { command: 'ironic-conductor', package: 'ironic-common' },
 ];
 
 // dnsmasq and friends install to sbin, which an ordinary user's PATH often lacks.
