@@ -4,9 +4,11 @@
  * node running `ironring agent`) from a real conductor; the agent looks the node up through the
  * API, heartbeats, and streams a whole-disk image onto /dev/vda; the conductor then powers the VM
  * off, sets the boot device to disk for good through the BMC and powers it on, and the VM boots the
- * image from its disk. The first scenario's image is an operating system (`os-image.ts`: syslinux,
- * the cloud kernel, a busybox /init) given as qcow2, which the conductor converts and serves; it
- * prints a marker and the user data it reads from the config drive the agent wrote. The others
+ * image from its disk. The first scenario, started with the stock `baremetal node deploy
+ * --config-drive`, deploys an operating system (`os-image.ts`: syslinux, the cloud kernel, a busybox
+ * /init) given as qcow2, which the conductor converts and serves; the OS prints a marker and the
+ * user data it reads from the config drive the agent wrote. The third is started with `ironring
+ * node deploy --image`. The others
  * stream raw images (a boot sector printing a marker) from an HTTP server of the test. A wrong
  * digest ends as `deploy failed` with the agent's message, and nothing boots from the disk.
  *
@@ -14,10 +16,11 @@
  * real-node tests need (requirements.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { getPartitionUuids } from '../../src/agent/disk/partition-table.js';
 import { waitUntil } from '../helpers/conductors.js';
@@ -31,6 +34,8 @@ import { realNodeAvailable } from './requirements.js';
 import { waitForMarker } from './vm.js';
 
 const available = realNodeAvailable();
+const execFileAsync = promisify(execFile);
+const IRONRING_BIN = fileURLToPath(new URL('../../bin/ironring', import.meta.url));
 
 const STATE_TIMEOUT_MS = 90_000;
 /** From `active` requested to the image written: the ramdisk's boot (32 MB over HTTP, TCG) and the write. */
@@ -101,7 +106,7 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
 
   const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-  it('writes an OS image given as qcow2 and a config drive with the agent; the VM boots the OS from its disk, which reads its user data from the config drive', async () => {
+  it('baremetal node deploy --config-drive: the agent writes an OS image given as qcow2 and the config drive; the VM boots the OS from its disk, which reads its user data from config-2', async () => {
     const disk = blankDisk('direct-bios');
     const machine = await lab.addMachine('direct-bios', 'bios', { disks: [disk], memoryMiB: 1024 });
     const uuid = await enrollDirect(machine);
@@ -116,21 +121,21 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     expect(qcow2.length).toBeLessThan(image.length);
     await setImage(uuid, qcowFile, sha256(qcow2), undefined, { name: '/dev/vda' }, 'qcow2');
 
-    // A config drive as `baremetal node deploy --config-drive` sends it: a gzipped, base64 ISO 9660
-    // image labelled config-2 holding the user data.
+    // The deploy as an operator starts it: the stock client, `baremetal node deploy --config-drive
+    // <dir>`, which packs the directory as an ISO 9660 image labelled config-2, gzipped and base64.
     const configDir = path.join(lab.network.slot.dir, `config-${token}`);
     mkdirSync(path.join(configDir, 'openstack', 'latest'), { recursive: true });
     writeFileSync(path.join(configDir, 'openstack', 'latest', 'user_data'), `#!/bin/sh\necho user-data-${token}\n`);
     writeFileSync(path.join(configDir, 'openstack', 'latest', 'meta_data.json'), JSON.stringify({ uuid }));
-    const isoFile = path.join(lab.network.slot.dir, `config-${token}.iso`);
-    const mkiso = spawnSync('genisoimage', ['-quiet', '-o', isoFile, '-ldots', '-allow-lowercase', '-allow-multidot', '-l', '-publisher', 'ironring', '-J', '-r', '-V', 'config-2', configDir], { encoding: 'utf8' });
-    expect(mkiso.status, mkiso.stderr).toBe(0);
-    const iso = readFileSync(isoFile);
 
     machine.vm.clearLog();
     const started = Date.now();
-    const asked = await api(lab.app, 'PUT', `/v1/nodes/${uuid}/states/provision`, { target: 'active', configdrive: gzipSync(iso).toString('base64') });
-    expect(asked.status, asked.body).toBe(202);
+    // Not spawnSync: the API answering the client runs in this process.
+    const home = path.join(lab.network.slot.dir, `client-home-${token}`);
+    mkdirSync(home, { recursive: true });
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OS_') && !k.startsWith('IRONRING_')));
+    const client = await execFileAsync('baremetal', ['--os-endpoint', lab.apiUrl, '--os-auth-type', 'none', 'node', 'deploy', uuid, '--config-drive', configDir], { env: { ...env, HOME: home }, timeout: 120_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
+    expect('failed' in client ? client.stderr : '').toBe('');
     // How long the deploy ramdisk takes to boot and the agent to find its node (for docs/deploy.md).
     const agentUp = waitForMarker(machine.vm.serialLog, /IRONRING-AGENT-STARTING/, DEPLOY_TIMEOUT_MS);
     const agentFound = waitForMarker(machine.vm.serialLog, /ironring-agent: \S+ found node/, DEPLOY_TIMEOUT_MS);
@@ -164,7 +169,6 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     const drive = table.partitions.at(-1)!;
     expect(table.partitions).toHaveLength(2);
     expect(drive.start + drive.size).toBe(DISK_BYTES);
-    expect(sha256(readAt(disk, drive.start, iso.length))).toBe(sha256(iso));
     const probe = spawnSync('blkid', ['--probe', '--offset', String(drive.start), '--output', 'export', disk], { encoding: 'utf8' });
     expect(probe.stdout).toMatch(/^LABEL=config-2$/m);
     expect(probe.stdout).toMatch(/^TYPE=iso9660$/m);
@@ -219,7 +223,9 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     writeFileSync(imageFile, image);
     await setImage(uuid, imageFile, sha256(image), 2 * 1024 * 1024);
     machine.vm.clearLog();
-    await provision(lab.app, uuid, 'active');
+    // ironring's own CLI starts it, naming the image as an operator would.
+    const cli = await execFileAsync(process.execPath, [IRONRING_BIN, 'node', 'deploy', uuid, '--url', lab.apiUrl, '--image', lab.serveFile(imageFile, { bytesPerSecond: 2 * 1024 * 1024 }), '--image-checksum', `sha256:${sha256(image)}`], { timeout: 60_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
+    expect('failed' in cli ? cli.stderr : '').toBe('');
     await waitUntil(async () => {
       const n = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ deploy_step: { step?: string }; provision_state: string }>();
       if (n.provision_state === 'deploy failed') throw new Error('the deploy failed before the write');

@@ -24,6 +24,7 @@ export const REAL_NODE_PACKAGES = [
   'zstd',
   'xz-utils',
   'genisoimage',
+  'python3-ironicclient',
   'qemu-utils',
   'dosfstools',
   'mtools',
