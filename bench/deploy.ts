@@ -1,5 +1,5 @@
 /**
- * `npm run bench:deploy [-- --json] [-- --mib N] [-- --runs N]` (root, the real-node lab's
+ * `npm run bench:deploy [-- --json] [-- --mib N] [-- --runs N] [-- --cpus N]` (root, the real-node lab's
  * packages): the direct deploy in the real-node lab's VM (qemu TCG, test/realnode/), the figure
  * issue #17 holds the agent to — its image write against busybox's `wget URL | dd of=/dev/vda`
  * of the same image from the same server inside the same VM, and the time from `deploy` to the
@@ -26,6 +26,9 @@ import { benchArgs, median, round } from './bench-args.js';
 const { asJson, option, say } = benchArgs();
 const MIB = Number(option('--mib') ?? 256);
 const RUNS = Number(option('--runs') ?? 2);
+/** The VM's virtual CPUs: the agent's receive and hash+write threads run in parallel only with 2. */
+const CPUS = Number(option('--cpus') ?? 1);
+if (!Number.isInteger(CPUS) || CPUS < 1 || CPUS > 4) throw new Error('--cpus: a whole number from 1 to 4');
 if (!Number.isInteger(MIB) || MIB < 8 || MIB > 4096) throw new Error('--mib: a whole number from 8 to 4096');
 if (!Number.isInteger(RUNS) || RUNS < 1 || RUNS > 10) throw new Error('--runs: a whole number from 1 to 10');
 if (!realNodeAvailable()) {
@@ -53,7 +56,7 @@ try {
     ftruncateSync(fd, (MIB + 128) * 1024 * 1024);
     closeSync(fd);
     const url = lab.serveFile(imageFile);
-    const machine = await lab.addMachine(`bench${run}`, 'bios', { disks: [disk], memoryMiB: 1024 });
+    const machine = await lab.addMachine(`bench${run}`, 'bios', { disks: [disk], memoryMiB: 1024, cpus: CPUS });
     const uuid = await enrollMachine(lab.app, machine, lab.network.hostAddress, lab.assets, {
       bootInterface: 'ipxe',
       bootMode: 'bios',
@@ -94,6 +97,7 @@ const result = {
   bench: 'deploy',
   mib: MIB,
   runs: RUNS,
+  cpus: CPUS,
   dd_mb_per_s: rows.map((r) => round(r.dd, 1)),
   agent_mb_per_s: rows.map((r) => round(r.agent, 1)),
   ratio_median: round(median(rows.map((r) => r.agent / r.dd))),

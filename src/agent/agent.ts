@@ -21,11 +21,12 @@ import { requestJson } from './http-json.js';
 import { defaultPowerOff, localMacs, routeSource as routeSourceOf } from './machine.js';
 
 export { localMacs, routeSource } from './machine.js';
-import { COMMANDS, CommandFailed } from './agent-commands.js';
+import { COMMANDS } from './agent-commands.js';
 import type { CommandContext } from './agent-commands.js';
 import type { WriteImageOptions } from './disk/index.js';
+import { publicView, redact, serialise, view, commandResult } from './command-results.js';
+import type { StoredCommand } from './command-results.js';
 import { TOKEN_ALREADY_ISSUED, parseCommandRequest } from './protocol.js';
-import type { AgentCommandError, AgentCommandResult } from './protocol.js';
 
 /** The agent's version, as it reports it in heartbeats and `GET /v1/status`. */
 export const AGENT_VERSION = '10.0.0-ironring';
@@ -66,17 +67,6 @@ export interface AgentOptions {
 /** The agent could not find its node, or the API refused it for good. */
 export class AgentError extends IronringError {}
 
-/**
- * A command's `command_result` as IPA shapes it (and Ironic reads it): a string is wrapped as
- * `{result}` — an asynchronous command's prefixed with the method's name — and anything else
- * (`get_deploy_steps`' steps, `collect_system_logs`' archive) is the result itself; nothing is null.
- */
-export function commandResult(name: string, async: boolean, result: unknown): Record<string, unknown> | null {
-  if (typeof result === 'string') return { result: async ? `${name}: ${result}` : result };
-  if (result === undefined || result === null) return null;
-  return result as Record<string, unknown>;
-}
-
 interface LookupResult {
   node: { uuid: string; properties: Record<string, unknown>; instance_info: Record<string, unknown> };
   token: string | null;
@@ -85,9 +75,6 @@ interface LookupResult {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-interface StoredCommand extends AgentCommandResult {
-  done: Promise<void>;
-}
 
 export class Agent {
   private server: http.Server | null = null;
@@ -425,39 +412,6 @@ export class Agent {
       signal: this.stopping.signal,
     };
   }
-}
-
-function view(command: StoredCommand): AgentCommandResult {
-  const { done: _done, ...rest } = command;
-  return rest;
-}
-
-/**
- * A command's result as a reader without the token sees it: status, error and result, which is
- * all Ironic's conductor reads when it polls; no parameters (image URLs, step arguments) and no
- * collected system logs.
- */
-function publicView(command: StoredCommand): AgentCommandResult {
-  const shown = view(command);
-  return { ...shown, command_params: {}, command_result: command.command_name === 'collect_system_logs' ? null : shown.command_result };
-}
-
-/** The params as results show them: a config drive or a password is not echoed back. */
-function redact(params: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(params)) {
-    if (key === '__proto__') continue;
-    out[key] = /configdrive|password|secret|token/i.test(key) && value !== null && value !== undefined ? '***' : value;
-  }
-  return out;
-}
-
-/** A failure as IPA serialises it in `command_error`. */
-function serialise(err: unknown): AgentCommandError {
-  const error = err instanceof Error ? err : new Error(String(err));
-  const type = error instanceof CommandFailed ? error.type : error.constructor.name === 'Error' ? 'CommandExecutionError' : error.constructor.name;
-  const code = error instanceof IronringError ? error.httpStatus : 500;
-  return { type, code, message: error.message.slice(0, 16 * 1024), details: '' };
 }
 
 function describe(json: unknown): string {

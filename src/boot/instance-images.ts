@@ -71,13 +71,14 @@ export class InstanceImages {
 
   /**
    * Starts or joins the staging of `source` (a qcow2 image) for `node` and answers where it is.
-   * Never throws for the image's own faults: they come back as `failed` (a new `stage` after a
-   * failure tries again).
+   * Never throws for the image's own faults: they come back as `failed`. A failed staging is
+   * tried again only when `retry` is set (a new deploy asks; the heartbeats of the deploy that
+   * saw the failure do not, so they all report the same one).
    */
-  stage(node: string, source: ImageSource): StageStatus {
+  stage(node: string, source: ImageSource, retry = false): StageStatus {
     const key = masterName(source.checksum, 'instance_info.image_checksum');
     let job = this.jobs.get(key);
-    if (job === undefined || (job.status.state === 'failed' && !job.holders.has(node))) {
+    if (job === undefined || (job.status.state === 'failed' && retry)) {
       const fresh = { status: { state: 'staging' } as StageStatus, holders: new Set<string>(job?.holders ?? []) };
       this.jobs.set(key, fresh);
       job = fresh;

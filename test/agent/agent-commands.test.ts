@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { commandResult } from '../../src/agent/agent.js';
+import { commandResult } from '../../src/agent/command-results.js';
 import { COMMANDS, parseImageInfo, tarFiles } from '../../src/agent/agent-commands.js';
 
 describe('the agent\'s commands', () => {

@@ -100,6 +100,12 @@ describe.skipIf(!requirePeer('qemu-img', 'qemu-utils'))('instance images: qcow2 
     expect(plain).toMatchObject({ state: 'failed', error: expect.stringMatching(/not a valid qcow2/) });
     const wrong = await settle(images, 'n3', { url: `${server.url}/disk.qcow2`, checksum: sha256('something else') });
     expect(wrong).toMatchObject({ state: 'failed', error: expect.stringMatching(/checksum/i) });
+    // The deploy's later heartbeats see the same failure; a new deploy (retry) tries again.
+    const wrongSource = { url: `${server.url}/disk.qcow2`, checksum: sha256('something else') };
+    expect(images.stage('n3', wrongSource)).toEqual(wrong);
+    expect(images.stage('n3', wrongSource, true)).toEqual({ state: 'staging' });
+    expect(await settle(images, 'n3', wrongSource)).toMatchObject({ state: 'failed' });
+    expect(server.hits.get('/disk.qcow2')).toBe(2);
     // Nothing was published.
     expect(await readdir(join(s.httpRoot, PUBLISHED_IMAGES_DIR)).catch(() => [])).toEqual([]);
   });

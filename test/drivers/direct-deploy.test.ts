@@ -154,10 +154,10 @@ describe('direct deploy: heartbeats', () => {
     const RAW_DIGEST = 'ef'.repeat(32);
     /** A converter whose answer the test sets; records who asked for what. */
     const converter = () => {
-      const calls: Array<{ node: string; source: { url: string; checksum: string } } | { released: string }> = [];
+      const calls: Array<{ node: string; source: { url: string; checksum: string }; retry: boolean } | { released: string }> = [];
       let status: ImageStageStatus = { state: 'staging' };
       const port: InstanceImagePort = {
-        stage: (node, source) => (calls.push({ node, source }), status),
+        stage: (node, source, retry) => (calls.push({ node, source, retry: retry ?? false }), status),
         release: async (node) => void calls.push({ released: node }),
       };
       return { port, calls, set: (s: ImageStageStatus) => void (status = s) };
@@ -169,7 +169,8 @@ describe('direct deploy: heartbeats', () => {
       const t = task({ instance_info: QCOW }, 'http://api.example:6385', new FakeHardwareState(), images.port);
       await expect(t.driver.deploy.validate(t)).resolves.toBeUndefined();
       expect(await t.driver.deploy.deploy(t)).toBe('wait');
-      expect(images.calls).toEqual([{ node: t.node.uuid, source: { url: QCOW.image_source, checksum: `sha256:${DIGEST}` } }]);
+      // A new deploy starts the conversion again even after a failure (retry); heartbeats only ask.
+      expect(images.calls).toEqual([{ node: t.node.uuid, source: { url: QCOW.image_source, checksum: `sha256:${DIGEST}` }, retry: true }]);
       expect(await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10.0.0' })).toEqual({ kind: 'wait' });
       expect(agent.seen).toHaveLength(0);
 

@@ -23,6 +23,8 @@ export interface VmSpec {
   mac: string;
   firmware: Firmware;
   memoryMiB?: number;
+  /** Virtual CPUs (qemu `-smp`; under TCG each runs on a host thread). Default 1. */
+  cpus?: number;
   /**
    * BIOS: milliseconds SeaBIOS waits after "No bootable device" before it reboots (qemu's
    * `-boot reboot-timeout`; with -no-reboot the VM then exits). Unset: SeaBIOS's default, it stays
@@ -62,6 +64,7 @@ export function defineVm(spec: VmSpec): Vm {
     // KVM hangs on this machine kind; TCG boots the ramdisk in seconds.
     '-machine', 'accel=tcg',
     '-m', String(spec.memoryMiB ?? 512),
+    '-smp', String(spec.cpus ?? 1),
     // -nographic: SeaBIOS and iPXE print to the serial console too (with -display none they do not).
     '-nographic',
     '-monitor', 'none',

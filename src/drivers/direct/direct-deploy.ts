@@ -48,8 +48,8 @@ export type ImageStageStatus = { state: 'staging' } | { state: 'ready'; image: S
 
 /** The owning conductor's converter and server of qcow2 images. */
 export interface InstanceImagePort {
-  /** Starts or joins the conversion of `source` for `node`; answers at once. */
-  stage(node: string, source: { url: string; checksum: string }): ImageStageStatus;
+  /** Starts or joins the conversion of `source` for `node`; answers at once. `retry`: start a failed one again. */
+  stage(node: string, source: { url: string; checksum: string }, retry?: boolean): ImageStageStatus;
   /** The node no longer needs its converted image. */
   release(node: string): Promise<void>;
 }
@@ -97,7 +97,7 @@ export class DirectDeploy implements DeployInterface {
     if (state?.phase === 'written') return this.bootInstance(task);
     // A qcow2 image converts while the deploy ramdisk boots.
     const source = this.imageSource(task);
-    if (source.format !== 'raw') this.stage(task, source);
+    if (source.format !== 'raw') this.stage(task, source, true);
     const { boot, management, power } = task.driver;
     await boot.prepareRamdisk(task, { 'ipa-api-url': this.apiUrl() });
     await management.setBootDevice(task, 'pxe', false);
@@ -164,8 +164,8 @@ export class DirectDeploy implements DeployInterface {
     return source;
   }
 
-  private stage(task: DriverTask, source: DirectImageSource): ImageStageStatus {
-    return this.options.images!.stage(task.node.uuid, { url: source.url.href, checksum: `${source.algo}:${source.value}` });
+  private stage(task: DriverTask, source: DirectImageSource, retry = false): ImageStageStatus {
+    return this.options.images!.stage(task.node.uuid, { url: source.url.href, checksum: `${source.algo}:${source.value}` }, retry);
   }
 
   /** After the image is on the disk: flush it, power off, boot from the disk for good, power on. */
