@@ -7,7 +7,7 @@
  * agent's message, the disk's start zeroed. The real-machine version is test/realnode/.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +19,7 @@ import { loadConfig } from '../../src/config/load.js';
 import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
+import { fakeMachine } from '../helpers/fake-machine.js';
 import { startInProcessApi } from '../helpers/in-process-api.js';
 
 const engines = await testEngines();
@@ -51,12 +52,7 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'ironring-direct-'));
     // A machine with one 64 MiB virtio disk, backed by a file standing for /dev/vda.
-    await mkdir(join(root, 'sys', 'block', 'vda', 'queue'), { recursive: true });
-    await writeFile(join(root, 'sys', 'block', 'vda', 'size'), `${(64 * MIB) / 512}\n`);
-    await writeFile(join(root, 'sys', 'block', 'vda', 'queue', 'rotational'), '1\n');
-    await writeFile(join(root, 'sys', 'block', 'vda', 'ro'), '0\n');
-    await mkdir(join(root, 'dev'));
-    await writeFile(join(root, 'dev', 'vda'), Buffer.alloc(64 * MIB, 0x11));
+    await fakeMachine(root, 64 * MIB);
 
     image = diskImage(5 * MIB + 123);
     imageServer = http.createServer((req, res) => {

@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../src/agent/agent.js';
+import { fakeMachine } from '../helpers/fake-machine.js';
 import { requirePeer } from '../helpers/peers.js';
 
 const MIB = 1024 * 1024;
@@ -152,13 +153,7 @@ describe.skipIf(!available)('Ironic 21.4 deploys an image through ironring agent
 
   it('looks the agent up, sends it IPA commands, and ends active with the image on the disk', async () => {
     // The machine: one 64 MiB disk, a file standing for /dev/vda.
-    const root = join(dir, 'machine');
-    await mkdir(join(root, 'sys', 'block', 'vda', 'queue'), { recursive: true });
-    await writeFile(join(root, 'sys', 'block', 'vda', 'size'), `${(64 * MIB) / 512}\n`);
-    await writeFile(join(root, 'sys', 'block', 'vda', 'queue', 'rotational'), '1\n');
-    await writeFile(join(root, 'sys', 'block', 'vda', 'ro'), '0\n');
-    await mkdir(join(root, 'dev'));
-    await writeFile(join(root, 'dev', 'vda'), Buffer.alloc(64 * MIB, 0x11));
+    const machine = await fakeMachine(join(dir, 'machine'), 64 * MIB);
     // The image: an MBR with a partition entry and the boot signature, then random bytes.
     const image = randomBytes(6 * MIB + 512);
     image.fill(0, 446, 510);
@@ -212,8 +207,8 @@ describe.skipIf(!available)('Ironic 21.4 deploys an image through ironring agent
       listenHost: '127.0.0.1',
       listenPort: 0,
       advertiseHost: '127.0.0.1',
-      sysRoot: join(root, 'sys'),
-      devRoot: join(root, 'dev'),
+      sysRoot: machine.sysRoot,
+      devRoot: machine.devRoot,
       lookupIntervalMs: 200,
       heartbeatIntervalMs: 1000,
       powerOff: async () => void (poweredOff += 1),
@@ -228,7 +223,7 @@ describe.skipIf(!available)('Ironic 21.4 deploys an image through ironring agent
       await agent.stop();
     }
     expect(agent.nodeUuid).toBe(uuid);
-    const disk = await readFile(join(root, 'dev', 'vda'));
+    const disk = await readFile(machine.disk);
     expect(createHash('sha256').update(disk.subarray(0, image.length)).digest('hex')).toBe(digest);
     expect(disk[image.length]).toBe(0x11);
     // Ironic's own command sequence, as the agent ran it: its deploy steps, the write as the
