@@ -143,6 +143,10 @@ describe.skipIf(!realNodeAvailable())('slots', () => {
       ip('netns', 'add', `${prefix}-old`);
       ip('link', 'add', `${prefix}br`, 'type', 'bridge');
       const vm = spawn('/bin/bash', ['-c', 'exec -a qemu-system-x86_64 sleep 600'], { stdio: 'ignore' });
+      // Only once it runs under that name: a pid whose command line says otherwise is spared (the
+      // guard against reused pids), and right after spawn the child may not have exec'd yet.
+      const cmdline = () => (existsSync(`/proc/${vm.pid}/cmdline`) ? readFileSync(`/proc/${vm.pid}/cmdline`, 'utf8') : '');
+      await waitUntil(() => cmdline().startsWith('qemu-system-x86_64'), 10_000, 'the fake VM to exec');
       writeFileSync(path.join(first.dir, 'old.qemu.pid'), String(vm.pid));
       writeFileSync(path.join(RUNS_DIR, `slot-${slot}.pid`), String(dead));
       const vmExited = new Promise((r) => vm.once('exit', r));
