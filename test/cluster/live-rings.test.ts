@@ -193,7 +193,8 @@ describe.each(engines)('LiveRings over the conductors on %s', (engine) => {
       expect(view.ring('')?.hosts).toEqual(['c0', 'c1']);
     });
 
-    it.runIf(engine === 'sqlite')('on SQLite, keeps a read until another process commits something or the read is maxAgeMs old', async () => {
+    // SQLite only (defined only there, so that PostgreSQL runs report no skip): its change token.
+    if (engine === 'sqlite') it('on SQLite, keeps a read until another process commits something or the read is maxAgeMs old', async () => {
       const source = conductorMembership(store, 60);
       let reads = 0;
       const counted = { ...source, read: () => ((reads += 1), source.read()) };
