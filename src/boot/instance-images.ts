@@ -63,6 +63,7 @@ interface QemuImgInfo {
 /** Converts and publishes qcow2 instance images; see the module comment. */
 export class InstanceImages {
   private readonly jobs = new Map<string, { status: StageStatus; holders: Set<string> }>();
+  private readonly running = new Set<Promise<void>>();
   private readonly published: string;
 
   constructor(private readonly options: InstanceImagesOptions) {
@@ -82,15 +83,21 @@ export class InstanceImages {
       const fresh = { status: { state: 'staging' } as StageStatus, holders: new Set<string>(job?.holders ?? []) };
       this.jobs.set(key, fresh);
       job = fresh;
-      void this.convert(source, key).then(
-        (image) => {
-          fresh.status = { state: 'ready', image };
-        },
-        (err: unknown) => {
-          fresh.status = { state: 'failed', error: (err as Error).message };
-          this.options.logger?.warn({ url: source.url, err: (err as Error).message }, 'could not stage the instance image');
-        },
-      );
+      const done: Promise<void> = this.convert(source, key)
+        .then(
+          async (image) => {
+            fresh.status = { state: 'ready', image };
+            // Released while it converted, and not asked for again since: nobody will unpublish it later.
+            if (!this.jobs.has(key)) await this.unpublish(key);
+          },
+          (err: unknown) => {
+            fresh.status = { state: 'failed', error: (err as Error).message };
+            this.options.logger?.warn({ url: source.url, err: (err as Error).message }, 'could not stage the instance image');
+          },
+        )
+        .catch((err: unknown) => this.options.logger?.warn({ key, err: (err as Error).message }, 'could not unpublish a released instance image'))
+        .finally(() => this.running.delete(done));
+      this.running.add(done);
     }
     for (const other of this.jobs.values()) if (other !== job) other.holders.delete(node);
     job.holders.add(node);
@@ -102,11 +109,19 @@ export class InstanceImages {
     for (const [key, job] of this.jobs) {
       if (!job.holders.delete(node) || job.holders.size > 0) continue;
       this.jobs.delete(key);
-      if (job.status.state === 'ready') {
-        await rm(join(this.published, `${key}.raw`), { force: true });
-        await rm(join(this.published, `${key}.raw.sha256`), { force: true });
-      }
+      // Still converting: the conversion unpublishes when it ends (see stage).
+      if (job.status.state === 'ready') await this.unpublish(key);
     }
+  }
+
+  /** Resolves when no conversion is running (for shutdown and tests). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running]);
+  }
+
+  private async unpublish(key: string): Promise<void> {
+    await rm(join(this.published, `${key}.raw`), { force: true });
+    await rm(join(this.published, `${key}.raw.sha256`), { force: true });
   }
 
   /** Downloads (cache), checks, converts and publishes; returns what the agent needs. */

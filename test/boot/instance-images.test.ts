@@ -82,6 +82,25 @@ describe.skipIf(!requirePeer('qemu-img', 'qemu-utils'))('instance images: qcow2 
     expect(await readdir(s.masterPath)).toEqual(expect.arrayContaining([`sha256-${hex(raw)}`]));
   });
 
+  it('a node released while its image converts leaves nothing published; a node that asks again gets it back', async () => {
+    const { raw, qcow2 } = await qcow2Of(8);
+    server = await imageServer({ '/disk.qcow2': qcow2 });
+    const images = stager();
+    const source = { url: `${server.url}/disk.qcow2`, checksum: sha256(qcow2) };
+    const published = join(s.httpRoot, PUBLISHED_IMAGES_DIR, `${sha256(qcow2).replace(':', '-')}.raw`);
+
+    expect(images.stage('node-a', source)).toEqual({ state: 'staging' });
+    await images.release('node-a');
+    await images.idle();
+    await expect(stat(published)).rejects.toThrow(/ENOENT/);
+    await expect(stat(`${published}.sha256`)).rejects.toThrow(/ENOENT/);
+    // The converted master stays in the cache: asking again publishes it without a new download.
+    expect(await readdir(s.masterPath)).toEqual(expect.arrayContaining([`sha256-${hex(raw)}`]));
+    expect(await settle(images, 'node-a', source)).toMatchObject({ state: 'ready', image: { sha256: hex(raw) } });
+    expect(hex(await readFile(published))).toBe(hex(raw));
+    expect(server.hits.get('/disk.qcow2')).toBe(1);
+  });
+
   it('refuses a qcow2 that names a backing file, a file that is not qcow2, and a download that does not match its checksum', async () => {
     const base = join(s.dir, 'secret.raw');
     await writeFile(base, Buffer.alloc(1024 * 1024, 0x41));
