@@ -102,7 +102,13 @@ async function prepareImage(params: Record<string, unknown>, context: CommandCon
   } catch {
     // An image without a partition table still boots nothing we can name; the digest matched.
   }
-  return `image (${info.id}) written to device ${device.name} root_uuid=${rootUuid} (${result.bytes} bytes, ${result.algo} verified, ${result.seconds.toFixed(1)} s${drive})`;
+  return `image (${info.id}) written to device ${device.name} root_uuid=${rootUuid} (${result.bytes} bytes, ${result.algo} verified, ${result.seconds.toFixed(1)} s${drive}; ${timings(result)})`;
+}
+
+/** Where a write's time went, for the result line (an operator comparing disks and networks reads it). */
+function timings(result: WriteImageResult): string {
+  const t = result.timings;
+  return `hashing ${t.hash_s.toFixed(1)} s, device writes ${t.write_s.toFixed(1)} s, receive waited ${t.wait_s.toFixed(1)} s for the writer`;
 }
 
 async function syncDisks(context: CommandContext): Promise<void> {

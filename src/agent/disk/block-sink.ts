@@ -1,6 +1,7 @@
 /**
- * The writing half of the image writer, on its own thread: the main thread only receives from the
- * socket and copies into shared blocks; a worker hashes each full block and writes it to the device
+ * The writing half of the image writer, on its own thread: the main thread only receives into
+ * shared blocks (copying chunks in with `push`, or letting the socket read into `region` and
+ * `commit`ting what arrived); a worker hashes each full block and writes it to the device
  * with one positional write. Measured on this project's 2-core machine, hashing and writing on the
  * main thread cost a third of the throughput (sha256 runs at 100–400 MB/s there), and a pipeline of
  * two threads is what `curl | dd` — the yardstick — is too.
@@ -21,6 +22,9 @@ let hash = crypto.createHash(algo);
 let fd = -1;
 let dfd = -1;
 const aligned = [];
+// Milliseconds spent hashing and in write/fsync calls: where the writer thread's time went.
+let hashMs = 0;
+let writeMs = 0;
 function writeAll(handle, buffer, offset, length, position) {
   let done = 0;
   while (done < length) {
@@ -66,17 +70,25 @@ parentPort.on('message', (m) => {
       // The main thread copied the block to the offset the ready message gave it.
       const off = aligned[m.slot] ?? 0;
       const view = views[m.slot];
+      const t0 = performance.now();
       hash.update(view.subarray(off, off + m.length));
-      // The last, partial block goes through the page cache: O_DIRECT wants whole sectors.
+      const t1 = performance.now();
+      // Synchronous: when the thread is terminated (a failed write), no write of it is still queued
+      // to land after the caller's wipe. The last, partial block goes through the page cache:
+      // O_DIRECT wants whole sectors.
       writeAll(dfd >= 0 && m.length === blockSize ? dfd : fd, view, off, m.length, m.position);
+      hashMs += t1 - t0;
+      writeMs += performance.now() - t1;
       parentPort.postMessage({ type: 'written', slot: m.slot, end: m.position + m.length });
     } else if (m.type === 'reset') {
       hash = crypto.createHash(algo);
       parentPort.postMessage({ type: 'reset' });
     } else if (m.type === 'finish') {
+      const t0 = performance.now();
       fs.fsyncSync(fd);
       if (dfd >= 0) fs.fsyncSync(dfd);
-      parentPort.postMessage({ type: 'finished', digest: hash.digest('hex') });
+      writeMs += performance.now() - t0;
+      parentPort.postMessage({ type: 'finished', digest: hash.digest('hex'), hashMs, writeMs });
     }
   } catch (error) {
     parentPort.postMessage({ type: 'error', message: (m.type === 'finish' ? 'fsync: ' : '') + error.message });
@@ -91,7 +103,7 @@ type FromWorker =
   | { type: 'ready'; direct: boolean; offsets: number[] }
   | { type: 'written'; slot: number; end: number }
   | { type: 'reset' }
-  | { type: 'finished'; digest: string }
+  | { type: 'finished'; digest: string; hashMs: number; writeMs: number }
   | { type: 'error'; message: string };
 
 export interface BlockSinkOptions {
@@ -137,6 +149,11 @@ export class BlockSink {
   /** Whether full blocks go out with O_DIRECT; known once the worker is ready (null before). */
   direct: boolean | null = null;
   private digest: string | null = null;
+  /**
+   * Where the time went, in milliseconds (complete after `finish`): the writer thread hashing and
+   * in write/fsync calls, and the receiving side waiting for a free block (the writer was behind).
+   */
+  readonly timings = { hashMs: 0, writeMs: 0, waitMs: 0 };
 
   constructor(private readonly options: BlockSinkOptions) {
     this.blockSize = options.blockSize;
@@ -165,7 +182,11 @@ export class BlockSink {
       this.free.push(m.slot);
       this.options.onWritten?.(m.end);
     } else if (m.type === 'reset') this.resetPending = false;
-    else if (m.type === 'finished') this.digest = m.digest;
+    else if (m.type === 'finished') {
+      this.digest = m.digest;
+      this.timings.hashMs = m.hashMs;
+      this.timings.writeMs = m.writeMs;
+    }
     else this.fail(new Error(m.message));
     this.wake();
   }
@@ -194,40 +215,75 @@ export class BlockSink {
     }
   }
 
-  private async dispatch(): Promise<void> {
+  /** Hands the block being filled (if it holds anything) to the worker; no block is current after. */
+  private handOver(): void {
     if (this.fill === 0) return;
     this.outstanding++;
     this.handedOver++;
     this.worker.postMessage({ type: 'block', slot: this.current, length: this.fill, position: this.position });
     this.position += this.fill;
     this.fill = 0;
-    await this.until(() => this.free.length > 0);
+    this.current = -1;
+  }
+
+  /** Makes a free block current if none is; false when every block is with the worker. */
+  private takeFree(): boolean {
+    if (this.current >= 0) return true;
+    if (this.free.length === 0) return false;
     this.current = this.free.shift()!;
+    return true;
+  }
+
+  /** Resolves once the worker is ready and a block can be filled (`region` is not null). */
+  async writable(): Promise<void> {
+    // The worker probes alignment by reading into the blocks: nothing may be copied in before.
+    if (this.direct === null) await this.until(() => this.direct !== null);
+    this.check();
+    if (this.takeFree()) return;
+    const t0 = performance.now();
+    await this.until(() => this.free.length > 0);
+    this.timings.waitMs += performance.now() - t0;
+    this.takeFree();
+  }
+
+  /**
+   * The unfilled rest of the current block, for a reader that receives straight into it (no copy);
+   * null unless `writable` resolved since the last `commit` that returned false. Bytes put there
+   * count once passed to `commit`.
+   */
+  region(): Buffer | null {
+    if (this.current < 0 || this.direct === null) return null;
+    const base = this.offsets[this.current]!;
+    return this.views[this.current]!.subarray(base + this.fill, base + this.blockSize);
+  }
+
+  /**
+   * Counts `n` bytes put into `region()`, handing the block over when it is full. Returns false
+   * when no block is free for the next bytes: await `writable` before asking for a region again.
+   */
+  commit(n: number): boolean {
+    this.check();
+    this.fill += n;
+    if (this.fill < this.blockSize) return true;
+    this.handOver();
+    return this.takeFree();
   }
 
   /** Copies `chunk` into the current block, handing full blocks to the worker. */
   async push(chunk: Buffer): Promise<void> {
-    // The worker probes alignment by reading into the blocks: nothing may be copied in before.
-    if (this.direct === null) await this.until(() => this.direct !== null);
-    this.check();
+    await this.writable();
     let offset = 0;
     while (offset < chunk.length) {
-      // The views are longer than a block (alignment slack): stop at the block's end.
-      const n = chunk.copy(
-        this.views[this.current]!,
-        this.offsets[this.current]! + this.fill,
-        offset,
-        Math.min(chunk.length, offset + this.blockSize - this.fill),
-      );
-      this.fill += n;
+      const n = chunk.copy(this.region()!, 0, offset);
       offset += n;
-      if (this.fill === this.blockSize) await this.dispatch();
+      if (!this.commit(n)) await this.writable();
     }
   }
 
   /** Drops everything not yet handed over and starts a new digest at device offset 0. */
   async reset(): Promise<void> {
     await this.until(() => this.outstanding === 0);
+    this.takeFree();
     this.fill = 0;
     this.position = 0;
     this.resetPending = true;
@@ -237,7 +293,7 @@ export class BlockSink {
 
   /** Writes the last partial block, fsyncs, and returns the hex digest of everything pushed. */
   async finish(): Promise<string> {
-    await this.dispatch();
+    this.handOver();
     await this.until(() => this.outstanding === 0);
     this.digest = null;
     this.worker.postMessage({ type: 'finish' });

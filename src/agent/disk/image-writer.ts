@@ -5,10 +5,11 @@
  *
  * Why it is shaped this way:
  * - Large positional writes (8 MiB by default, never under 1 MiB) on a second thread (`BlockSink`):
- *   the main thread copies the socket's ~64 KiB chunks into shared blocks, a worker hashes and
- *   writes each full block, so receiving, hashing and the disk work overlap and the kernel sees
- *   few, large writes (Node's small writes ran at half of `dd`'s speed, issue #17; hashing on the
- *   main thread cost another third here).
+ *   the main thread receives into shared blocks, a worker hashes and writes each full block, so
+ *   receiving, hashing and the disk work overlap and the kernel sees few, large writes (Node's
+ *   small writes ran at half of `dd`'s speed, issue #17; hashing on the main thread cost another
+ *   third here). Plain-http bodies of known length are read by the kernel straight into the blocks
+ *   (`RawHttpGet`); https, redirects and chunked bodies come through node:http and are copied in.
  * - Transient failures (connection refused or reset, a body cut short, a stall longer than
  *   `stallTimeoutMs`, an HTTP 5xx) are retried `retries` times, IPA's
  *   `image_download_connection_retries`. When the server advertised `Accept-Ranges: bytes`, the retry
@@ -29,6 +30,8 @@ import https from 'node:https';
 import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BlockSink } from './block-sink.js';
+import { RawHttpGet } from './raw-http.js';
+import type { BodyTarget } from './raw-http.js';
 import { DeviceTooSmall, ImageChecksumMismatch, ImageDownloadError, ImageWriteError, InvalidImageInfo } from './errors.js';
 
 /** Digest algorithms accepted for `image_os_hash_algo`; md5 only when `allowMd5` is set. */
@@ -74,6 +77,11 @@ export interface WriteImageOptions {
   ca?: string | Buffer;
   /** Refuse an image whose first sector holds no partition table (the agent's deploys). Default false. */
   wholeDisk?: boolean;
+  /**
+   * Receive plain-http bodies of known length straight into the write blocks (`RawHttpGet`;
+   * default true); false, or https, redirects and bodies without a length, use node:http.
+   */
+  rawHttp?: boolean;
 }
 
 export interface WriteImageResult {
@@ -89,6 +97,11 @@ export interface WriteImageResult {
   /** Whether full blocks were written with O_DIRECT (false where the file system refuses it). */
   direct: boolean;
   seconds: number;
+  /**
+   * Where the seconds went: hashing and device writes (with the final fsync) on the writer thread,
+   * and the receiving side waiting for the writer (0 when the network was the slower half).
+   */
+  timings: { hash_s: number; write_s: number; wait_s: number };
 }
 
 /** A failure worth another attempt. */
@@ -213,6 +226,59 @@ async function get(url: URL, headers: Record<string, string>, options: WriteImag
   }
 }
 
+/** One response, from node:http or the raw reader, as the write loop uses it. */
+interface Fetched {
+  status: number;
+  statusMessage: string;
+  header(name: string): string | undefined;
+  /** Drops the body (the connection is not reused). */
+  discard(): void;
+  /**
+   * Streams the body to the sink; `onBytes` sees each piece first and may throw to stop. Resolves
+   * true when the transport saw the whole body.
+   */
+  body(onBytes: (view: Buffer) => void): Promise<boolean>;
+}
+
+/** Where bodies go: the sink's copying and zero-copy interfaces, device errors already wrapped. */
+interface SinkPort extends BodyTarget {
+  push(chunk: Buffer): Promise<void>;
+}
+
+async function fetchImage(url: URL, headers: Record<string, string>, options: WriteImageOptions, stallMs: number, sink: SinkPort): Promise<Fetched> {
+  if (url.protocol === 'http:' && options.rawHttp !== false) {
+    const raw = await RawHttpGet.open(url, headers, { stallMs, ...(options.signal ? { signal: options.signal } : {}) });
+    if (raw.usable) {
+      return {
+        status: raw.status,
+        statusMessage: raw.statusMessage,
+        header: (name) => raw.headers[name],
+        discard: () => raw.destroy(),
+        body: async (onBytes) => (await raw.receive(sink, onBytes)) === raw.length,
+      };
+    }
+    // A redirect or a body of unknown length: node:http follows and parses those.
+    raw.destroy();
+  }
+  const { response } = await get(url, headers, options, stallMs);
+  return {
+    status: response.statusCode ?? 0,
+    statusMessage: response.statusMessage ?? '',
+    header: (name) => {
+      const value = response.headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+    discard: () => response.destroy(),
+    body: async (onBytes) => {
+      for await (const chunk of response as AsyncIterable<Buffer>) {
+        onBytes(chunk);
+        await sink.push(chunk);
+      }
+      return response.complete;
+    },
+  };
+}
+
 /**
  * Streams the image at `url` onto `device`, verifies its digest and returns what was written.
  * Throws `InvalidImageInfo` (nothing done), `DeviceTooSmall`, `ImageDownloadError`,
@@ -252,12 +318,25 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
     });
     const active = sink;
     // The worker's failures are the device's: never mistaken for a transient download error.
+    const asDeviceError = (error: unknown) => new ImageWriteError(options.device, (error as Error).message, { cause: error });
     const onDevice = async <T>(step: () => Promise<T>): Promise<T> => {
       try {
         return await step();
       } catch (error) {
-        throw new ImageWriteError(options.device, (error as Error).message, { cause: error });
+        throw asDeviceError(error);
       }
+    };
+    const port: SinkPort = {
+      region: () => active.region(),
+      commit: (n) => {
+        try {
+          return active.commit(n);
+        } catch (error) {
+          throw asDeviceError(error);
+        }
+      },
+      writable: () => onDevice(() => active.writable()),
+      push: (chunk) => onDevice(() => active.push(chunk)),
     };
 
     let received = 0;
@@ -267,9 +346,21 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
     let resumed = 0;
     let lastError: Error | null = null;
 
+    // The image's first sector, checked (checkRaw) before any of it can reach the device: blocks
+    // are at least 1 MiB, so nothing is handed over before the first 512 bytes are here.
+    let first = Buffer.alloc(0);
     const restart = async (): Promise<void> => {
       await onDevice(() => active.reset());
       received = 0;
+      first = Buffer.alloc(0);
+    };
+    const onBytes = (view: Buffer): void => {
+      if (first.length < 512) {
+        first = Buffer.concat([first, view.subarray(0, 512 - first.length)]);
+        if (first.length === 512) checkRaw(url.href, first, options.wholeDisk ?? false);
+      }
+      received += view.length;
+      if (received > capacity) throw new DeviceTooSmall(options.device, capacity, received);
     };
 
     for (;;) {
@@ -285,17 +376,17 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
         headers.range = `bytes=${received}-`;
         if (validator !== null) headers['if-range'] = validator;
       }
-      let response: IncomingMessage;
+      let response: Fetched;
       try {
-        ({ response } = await get(url, headers, options, stallMs));
+        response = await fetchImage(url, headers, options, stallMs, port);
       } catch (error) {
         if (error instanceof ImageDownloadError || options.signal?.aborted) throw error;
         lastError = error as Error;
         continue;
       }
-      const status = response.statusCode ?? 0;
+      const status = response.status;
       if (status !== 200 && status !== 206) {
-        response.resume();
+        response.discard();
         const reason = `HTTP ${status}${response.statusMessage ? ` ${response.statusMessage}` : ''}`;
         if (status >= 500) {
           lastError = new Transient(reason);
@@ -303,20 +394,20 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
         }
         throw new ImageDownloadError(url.href, reason);
       }
-      const lengthHeader = response.headers['content-length'];
+      const lengthHeader = response.header('content-length');
       const length = lengthHeader === undefined ? null : Number(lengthHeader);
       if (length !== null && !(Number.isSafeInteger(length) && length >= 0)) {
-        response.resume();
+        response.discard();
         throw new ImageDownloadError(url.href, `invalid Content-Length ${JSON.stringify(lengthHeader)}`);
       }
       if (status === 206) {
-        const range = parseContentRange(response.headers['content-range']);
+        const range = parseContentRange(response.header('content-range'));
         if (!resume || range === null || range.start !== received) {
           // A range we did not ask for, or not where we are: start over without Range.
-          response.resume();
+          response.discard();
           acceptRanges = false;
           await restart();
-          lastError = new Transient(`unexpected partial content ${response.headers['content-range'] ?? ''}`.trim());
+          lastError = new Transient(`unexpected partial content ${response.header('content-range') ?? ''}`.trim());
           continue;
         }
         resumed++;
@@ -324,24 +415,19 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
       } else {
         if (received > 0) await restart();
         total = length;
-        acceptRanges = response.headers['accept-ranges']?.toLowerCase() === 'bytes';
-        validator = (response.headers.etag as string | undefined) ?? response.headers['last-modified'] ?? null;
+        acceptRanges = response.header('accept-ranges')?.toLowerCase() === 'bytes';
+        validator = response.header('etag') ?? response.header('last-modified') ?? null;
         // A weak ETag cannot guard a range (RFC 9110 §13.1.5).
-        if (validator?.startsWith('W/')) validator = response.headers['last-modified'] ?? null;
+        if (validator?.startsWith('W/')) validator = response.header('last-modified') ?? null;
       }
       if (total !== null && total > capacity) {
-        response.resume();
+        response.discard();
         throw new DeviceTooSmall(options.device, capacity, total);
       }
       const end = status === 206 ? (total ?? (length === null ? null : received + length)) : length;
       try {
-        for await (const chunk of response as AsyncIterable<Buffer>) {
-          if (received === 0) checkRaw(url.href, chunk, options.wholeDisk ?? false);
-          received += chunk.length;
-          if (received > capacity) throw new DeviceTooSmall(options.device, capacity, received);
-          await onDevice(() => active.push(chunk));
-        }
-        if (!response.complete || (end !== null && received !== end)) {
+        const complete = await response.body(onBytes);
+        if (!complete || (end !== null && received !== end)) {
           throw new Transient(`connection closed after ${received} of ${end ?? 'unknown'} bytes`);
         }
       } catch (error) {
@@ -352,9 +438,13 @@ export async function writeImage(options: WriteImageOptions): Promise<WriteImage
       break;
     }
 
+    // An image shorter than a sector: its bytes are checked before finish writes them.
+    if (first.length < 512) checkRaw(url.href, first, options.wholeDisk ?? false);
     const digest = await onDevice(() => active.finish());
     if (digest !== expected) throw new ImageChecksumMismatch(url.href, algo, expected, digest);
-    return { bytes: received, algo, digest, attempts, resumed, direct: active.direct ?? false, seconds: (performance.now() - started) / 1000 };
+    const t = active.timings;
+    const timings = { hash_s: t.hashMs / 1000, write_s: t.writeMs / 1000, wait_s: t.waitMs / 1000 };
+    return { bytes: received, algo, digest, attempts, resumed, direct: active.direct ?? false, seconds: (performance.now() - started) / 1000, timings };
   } catch (error) {
     // Aborted: whatever broke first (the socket, a sleep), the caller's reason is the story.
     const thrown: unknown = options.signal?.aborted ? options.signal.reason : error;

@@ -15,6 +15,8 @@ const MIB = 1024 * 1024;
 interface Behaviour {
   /** Answer with this status and no image. */
   status?: number;
+  /** Answer 302 to this path of the same server. */
+  redirectTo?: string;
   /** Send this many body bytes, then cut the connection. */
   dropAfter?: number;
   /** Send this many body bytes, then go silent (keep the connection open). */
@@ -23,7 +25,7 @@ interface Behaviour {
 
 interface ImageServer {
   url: string;
-  requests: Array<{ range: string | undefined; ifRange: string | undefined }>;
+  requests: Array<{ range: string | undefined; ifRange: string | undefined; acceptEncoding: string | undefined; path: string | undefined }>;
   close(): Promise<void>;
 }
 
@@ -40,8 +42,12 @@ async function imageServer(
     const n = requests.length;
     // The image's current version: `etags[n]` lets a test replace the image between requests.
     const etag = options.etags?.[n] ?? options.etags?.at(-1) ?? '"v1"';
-    requests.push({ range: req.headers.range, ifRange: req.headers['if-range'] as string | undefined });
+    requests.push({ range: req.headers.range, ifRange: req.headers['if-range'] as string | undefined, acceptEncoding: req.headers['accept-encoding'], path: req.url });
     const behaviour = options.behaviours?.[n] ?? {};
+    if (behaviour.redirectTo !== undefined) {
+      res.writeHead(302, { location: behaviour.redirectTo, 'content-length': 0 }).end();
+      return;
+    }
     if (behaviour.status !== undefined) {
       res.writeHead(behaviour.status, { 'content-length': 0 }).end();
       return;
@@ -107,9 +113,15 @@ afterEach(async () => {
 
 // 5 MiB and an odd tail: several blocks of the smallest block size, and a last partial one.
 const image = randomBytes(5 * MIB + 12_345);
-const fast = { retryDelayMs: 10, blockSize: MIB };
 
-describe('writeImage', () => {
+// Every case runs with both receivers: the raw reader (plain http, bodies of known length, straight
+// into the write blocks) and node:http (what https, redirects and chunked bodies use).
+describe.each([
+  { receiver: 'raw reader', rawHttp: true },
+  { receiver: 'node:http', rawHttp: false },
+])('writeImage through the $receiver', ({ rawHttp }) => {
+  const fast = { retryDelayMs: 10, blockSize: MIB, rawHttp };
+
   it('streams the image byte for byte, reports progress and returns the verified digest', async () => {
     server = await imageServer(image);
     const device = await fakeDevice(8 * MIB);
@@ -122,6 +134,8 @@ describe('writeImage', () => {
       onProgress: (bytes, total) => progress.push([bytes, total]),
     });
     expect(result).toMatchObject({ bytes: image.length, algo: 'sha256', digest: sha256(image), attempts: 1, resumed: 0 });
+    // The raw reader asks for the identity coding; node:http sends no Accept-Encoding.
+    expect(server.requests.map((r) => r.acceptEncoding)).toEqual([rawHttp ? 'identity' : undefined]);
     const written = await readFile(device);
     expect(written.subarray(0, image.length).equals(image)).toBe(true);
     expect(written.subarray(image.length).every((b) => b === 0xaa)).toBe(true);
@@ -135,6 +149,11 @@ describe('writeImage', () => {
     const device = await fakeDevice(8 * MIB);
     const result = await writeImage({ ...fast, direct: false, url: server.url, checksum: { algo: 'sha256', value: sha256(image) }, device });
     expect(result.direct).toBe(false);
+    // Where the time went: the writer thread hashed and wrote, within the whole write's time.
+    expect(result.timings.hash_s).toBeGreaterThan(0);
+    expect(result.timings.write_s).toBeGreaterThan(0);
+    expect(result.timings.wait_s).toBeGreaterThanOrEqual(0);
+    expect(result.timings.hash_s + result.timings.write_s).toBeLessThanOrEqual(result.seconds);
     const written = await readFile(device);
     expect(written.subarray(0, image.length).equals(image)).toBe(true);
     expect(written.subarray(image.length).every((b) => b === 0xaa)).toBe(true);
@@ -191,6 +210,17 @@ describe('writeImage', () => {
     expect((error as Error).message).toMatch(/connection closed after \d+ of 5255225 bytes \(after 3 attempts\)|aborted|socket hang up|ECONNRESET/);
     expect(server.requests.length).toBe(3);
     expect((await readFile(device)).subarray(0, MIB).every((b) => b === 0)).toBe(true);
+  });
+
+  it('follows a redirect (node:http does, for both receivers)', async () => {
+    // The raw reader sees the 302, closes, and hands the request to node:http, which asks again.
+    const moved = { redirectTo: '/moved/image.raw' };
+    server = await imageServer(image, { behaviours: rawHttp ? [moved, moved] : [moved] });
+    const device = await fakeDevice(8 * MIB);
+    const result = await writeImage({ ...fast, url: server.url, checksum: { algo: 'sha256', value: sha256(image) }, device });
+    expect(result).toMatchObject({ bytes: image.length, attempts: 1 });
+    expect(server.requests.map((r) => r.path)).toEqual(rawHttp ? ['/image.raw', '/image.raw', '/moved/image.raw'] : ['/image.raw', '/moved/image.raw']);
+    expect((await readFile(device)).subarray(0, image.length).equals(image)).toBe(true);
   });
 
   it('retries a 5xx and succeeds', async () => {
