@@ -130,7 +130,7 @@ const DIRECT_DEPLOY_FIELDS: readonly DriverField[] = [
   { bag: 'instance_info', key: 'image_os_hash_value', requiredFor: 'validate and deploy', description: 'The image\'s digest in hex.' },
   { bag: 'instance_info', key: 'image_disk_format', description: '`raw` (the default: the agent streams `image_source`) or `qcow2` (the owning conductor converts it with qemu-img and serves the raw result; docs/deploy.md). The agent refuses an image whose first bytes say qcow2, vmdk, vhdx or vdi.' },
   { bag: 'instance_info', key: 'root_device', description: 'Root device hints choosing the disk (see docs/deploy.md). Default `properties.root_device`.' },
-  { bag: 'instance_info', key: 'configdrive', description: 'The config drive: a gzipped, base64-encoded ISO 9660 image labelled `config-2`, or an http(s) URL of that text (what `deploy --config-drive` stores). The agent writes it to a 64 MiB partition at the end of the disk. Default: none.' },
+  { bag: 'instance_info', key: 'configdrive', description: 'The config drive: a gzipped, base64-encoded ISO 9660 image labelled `config-2`, or an http(s) URL of that text (what `baremetal node deploy --config-drive <dir>` stores), or its JSON form, an object of `meta_data`, `network_data`, `user_data` and `vendor_data` (what `ironring node deploy --config-drive` stores), which the conductor builds into the ISO (genisoimage) when the deploy starts. The agent writes it to a 64 MiB partition at the end of the disk. Default: none.' },
   { bag: 'properties', key: 'root_device', description: 'Root device hints when `instance_info.root_device` is unset. Default: the smallest disk of at least 4 GiB.' },
 ];
 

@@ -1,6 +1,6 @@
-/** `ironring agent`, `ironring ramdisk build` and `node deploy --image`: bad input gets one line and exit 2. */
+/** `ironring agent`, `ironring ramdisk build` and `node deploy --image/--config-drive`: bad input gets one line and exit 2. */
 import { describe, expect, it } from 'vitest';
-import { imageInstanceInfo } from '../../src/cli/commands/node.js';
+import { configDriveInstanceInfo, imageInstanceInfo } from '../../src/cli/commands/node.js';
 import { runCli } from '../helpers/cli.js';
 
 const DIGEST = 'ab'.repeat(32);
@@ -15,7 +15,16 @@ describe('ironring node deploy --image', () => {
     expect(imageInstanceInfo(undefined, undefined)).toEqual([]);
   });
 
+  it('sets the config drive\'s JSON form as instance_info/configdrive (the conductor builds the ISO)', () => {
+    const drive = { meta_data: { hostname: 'web-1' }, user_data: '#cloud-config\n' };
+    expect(configDriveInstanceInfo(JSON.stringify(drive))).toEqual([{ op: 'add', path: '/instance_info/configdrive', value: drive }]);
+    expect(configDriveInstanceInfo(undefined)).toEqual([]);
+  });
+
   it.each([
+    [['--config-drive', '{"user_data": '], '--config-drive: not valid JSON'],
+    [['--config-drive', '{"userdata": "x"}'], '--config-drive: unexpected key(s) "userdata"; valid: meta_data, network_data, user_data, vendor_data'],
+    [['--config-drive', '@/nonexistent/cd.json'], '--config-drive: cannot read /nonexistent/cd.json: ENOENT'],
     [['--image', 'ftp://x/y.raw', '--image-checksum', `sha256:${DIGEST}`], '--image: expected an http:// or https:// URL'],
     [['--image', 'http://x/y.raw'], '--image-checksum: required with --image'],
     [['--image', 'http://x/y.raw', '--image-checksum', `md5:${'a'.repeat(32)}`], '--image-checksum: expected sha256:<64 hex>'],

@@ -9,6 +9,7 @@ import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index
 import type { DriverTask } from '../../src/drivers/index.js';
 import { DIRECT_DEPLOY_KEY, WRITE_IMAGE_STEP } from '../../src/drivers/direct/direct-deploy.js';
 import type { ImageStageStatus, InstanceImagePort } from '../../src/drivers/direct/direct-deploy.js';
+import { decodeConfigDrive } from '../../src/agent/disk/config-drive.js';
 import { makeNode, PORTS, silentLogger } from './helpers.js';
 
 const DIGEST = 'ab'.repeat(32);
@@ -58,6 +59,9 @@ describe('direct deploy: validate', () => {
     [{ image_disk_format: 'qcow2' }, 'instance_info.image_disk_format qcow2 needs a conductor that converts and serves images'],
     [{ image_disk_format: 'qcow2', image_os_hash_algo: 'sha384', image_os_hash_value: 'a'.repeat(96) }, 'instance_info.image_os_hash_algo must be sha256 or sha512 for a qcow2 image'],
     [{ root_device: { colour: 'blue' } }, 'instance_info.root_device'],
+    [{ configdrive: { user_data: 'x', files: [] } }, 'instance_info.configdrive: unexpected key(s) "files"; valid: meta_data, network_data, user_data, vendor_data'],
+    [{ configdrive: { meta_data: 'uuid=1' } }, 'instance_info.configdrive.meta_data: must be an object'],
+    [{ configdrive: ['user_data'] }, 'instance_info.configdrive: the JSON form is an object'],
   ])('refuses %j, naming the field', async (change, message) => {
     const t = task({ instance_info: change });
     await expect(t.driver.deploy.validate(t)).rejects.toThrow(message);
@@ -100,6 +104,17 @@ describe('direct deploy: heartbeats', () => {
       name: 'standby.prepare_image',
       params: { image_info: { urls: [IMAGE.image_source], os_hash_algo: 'sha256', os_hash_value: DIGEST, disk_format: 'raw', root_device: { serial: 'S1' } } },
     });
+  });
+
+  it('first heartbeat with the JSON form of the config drive: the conductor builds the config-2 ISO and sends it as gzipped base64', async () => {
+    script = () => ({ status: 200, body: result('RUNNING') });
+    const t = task({ instance_info: { configdrive: { user_data: '#!/bin/sh\necho hi\n', meta_data: { hostname: 'n1' } } } });
+    await t.driver.deploy.heartbeat(t, { url: agent.url, version: '10.0.0' });
+    const sent = (agent.seen[0]!.body as { params: { configdrive: string } }).params.configdrive;
+    // What the agent checks before writing it: gzip of an ISO 9660 image labelled config-2.
+    const iso = await decodeConfigDrive(sent);
+    expect(iso.subarray(32769, 32774).toString('latin1')).toBe('CD001');
+    expect(iso.subarray(32808, 32816).toString('latin1')).toBe('config-2');
   });
 
   it('a conductor taking the node over polls the recorded command: running → wait, succeeded → resume', async () => {

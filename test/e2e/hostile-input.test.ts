@@ -172,6 +172,15 @@ describe('hostile input against ironring up', () => {
     const manage = await call('PUT', '/v1/nodes/proto-1/states/provision', { target: 'manage', configdrive: 'H4sIAAAA' });
     expect(manage.status).toBe(400);
     expect(fault(manage.text)).toBe('configdrive: only the deploy (active) and rebuild actions take a config drive, not "manage"');
+    // The JSON form needs 1.56, above what this API serves; a list or a number is no config drive.
+    const json = await call('PUT', '/v1/nodes/proto-1/states/provision', { target: 'active', configdrive: { user_data: 'x' } });
+    expect(json.status).toBe(400);
+    expect(fault(json.text)).toMatch(/^configdrive: a JSON object needs API version 1\.56 or later \(this request is 1\.\d+\); below it, send the gzipped, base64-encoded ISO image or its URL, or set instance_info\/configdrive to the object$/);
+    for (const configdrive of [['x'], 7]) {
+      const odd = await call('PUT', '/v1/nodes/proto-1/states/provision', { target: 'active', configdrive });
+      expect(odd.status).toBe(400);
+      expect(fault(odd.text)).toBe('configdrive: expected a string (a gzipped, base64-encoded ISO image, or its URL) or, from API 1.56, an object');
+    }
     for (const timeout of [1e308, 0, -5, 1.5, '10']) {
       const power = await call('PUT', '/v1/nodes/proto-1/states/power', { target: 'power on', timeout });
       expect(power.status, JSON.stringify(timeout)).toBe(400);

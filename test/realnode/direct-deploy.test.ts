@@ -8,7 +8,7 @@
  * --config-drive`, deploys an operating system (`os-image.ts`: syslinux, the cloud kernel, a busybox
  * /init) given as qcow2, which the conductor converts and serves; the OS prints a marker and the
  * user data it reads from the config drive the agent wrote. The third is started with `ironring
- * node deploy --image`. The others
+ * node deploy --image --config-drive` (the JSON form, built into the ISO by the conductor). The others
  * stream raw images (a boot sector printing a marker) from an HTTP server of the test. A wrong
  * digest ends as `deploy failed` with the agent's message, and nothing boots from the disk.
  *
@@ -223,8 +223,11 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     writeFileSync(imageFile, image);
     await setImage(uuid, imageFile, sha256(image), 2 * 1024 * 1024);
     machine.vm.clearLog();
-    // ironring's own CLI starts it, naming the image as an operator would.
-    const cli = await execFileAsync(process.execPath, [IRONRING_BIN, 'node', 'deploy', uuid, '--url', lab.apiUrl, '--image', lab.serveFile(imageFile, { bytesPerSecond: 2 * 1024 * 1024 }), '--image-checksum', `sha256:${sha256(image)}`], { timeout: 60_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
+    // ironring's own CLI starts it, naming the image as an operator would, and the config drive in
+    // its JSON form, which the conductor builds into the config-2 ISO.
+    const driveFile = path.join(lab.network.slot.dir, `config-drive-${token}.json`);
+    writeFileSync(driveFile, JSON.stringify({ meta_data: { hostname: `host-${token}` }, user_data: `#!/bin/sh\necho json-user-data-${token}\n`, network_data: { links: [], networks: [], services: [] } }));
+    const cli = await execFileAsync(process.execPath, [IRONRING_BIN, 'node', 'deploy', uuid, '--url', lab.apiUrl, '--image', lab.serveFile(imageFile, { bytesPerSecond: 2 * 1024 * 1024 }), '--image-checksum', `sha256:${sha256(image)}`, '--config-drive', `@${driveFile}`], { timeout: 60_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
     expect('failed' in cli ? cli.stderr : '').toBe('');
     await waitUntil(async () => {
       const n = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ deploy_step: { step?: string }; provision_state: string }>();
@@ -241,7 +244,20 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     expect(after).not.toBe(before);
     const boot = await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
     console.log(`real node ${machine.name}: finished by ${after}, disk marker ${boot.ms} ms after active`);
-    expect(sha256(readStart(disk, image.length))).toBe(sha256(image));
+    // The image is on the disk but for the MBR's second entry, the config drive's partition at the
+    // disk's end; in it, the ISO the conductor built from the JSON form, with the node's uuid.
+    const written = readStart(disk, image.length);
+    written.fill(0, 462, 478);
+    expect(sha256(written)).toBe(sha256(image));
+    const drive = (await getPartitionUuids(disk)).partitions.at(-1)!;
+    expect(drive.start + drive.size).toBe(DISK_BYTES);
+    const iso = path.join(lab.network.slot.dir, `config-drive-${token}.iso`);
+    writeFileSync(iso, readAt(disk, drive.start, drive.size));
+    const isoFile = (name: string) => spawnSync('isoinfo', ['-R', '-i', iso, '-x', `/openstack/latest/${name}`], { encoding: 'utf8' }).stdout;
+    expect(spawnSync('isoinfo', ['-d', '-i', iso], { encoding: 'utf8' }).stdout).toMatch(/^Volume id: config-2$/m);
+    expect(isoFile('user_data')).toBe(`#!/bin/sh\necho json-user-data-${token}\n`);
+    expect(JSON.parse(isoFile('meta_data.json'))).toMatchObject({ hostname: `host-${token}`, uuid });
+    expect(JSON.parse(isoFile('network_data.json'))).toEqual({ links: [], networks: [], services: [] });
     await machine.bmc.stop();
     await lab.startConductor(owner);
   }, SCENARIO_TIMEOUT_MS);

@@ -4,6 +4,7 @@
  * state changes answer 202 like the Ironic API and continue on the conductor.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { checkConfigDriveSpec } from '../../boot/config-drive-iso.js';
 import type { ConductorRings } from '../../cluster/conductor-rings.js';
 import { InvalidParameter, NotAcceptable } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
@@ -25,6 +26,8 @@ type Node = { Params: { ident: string } };
 
 /** The actions that take a config drive, as in Ironic (deploy under both spellings, and rebuild). */
 const CONFIGDRIVE_ACTIONS: readonly ProvisionAction[] = ['active', 'deploy', 'rebuild'];
+/** The version that accepts a config drive as a JSON object (Ironic 1.56). */
+const CONFIGDRIVE_JSON_VERSION: [number, number] = [1, 56];
 
 /**
  * Longest power `timeout` accepted, in seconds. Ironic asks only for a positive integer; a bound
@@ -93,8 +96,15 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
     }
     if (body.configdrive !== undefined && body.configdrive !== null) {
       if (!CONFIGDRIVE_ACTIONS.includes(target)) throw new InvalidParameter(`configdrive: only the deploy (active) and rebuild actions take a config drive, not "${target}"`);
-      // A JSON object config drive needs API 1.56; this API serves up to 1.49.
-      if (typeof body.configdrive !== 'string') throw new InvalidParameter('configdrive: expected a string (a gzipped, base64-encoded ISO image, or its URL)');
+      if (typeof body.configdrive === 'object' && !Array.isArray(body.configdrive)) {
+        // The JSON form, built into the ISO by the conductor (src/boot/config-drive-iso.ts).
+        if (compareVersions(request.apiVersion, CONFIGDRIVE_JSON_VERSION) < 0) {
+          throw new InvalidParameter(`configdrive: a JSON object needs API version ${formatVersion(CONFIGDRIVE_JSON_VERSION)} or later (this request is ${formatVersion(request.apiVersion)}); below it, send the gzipped, base64-encoded ISO image or its URL, or set instance_info/configdrive to the object`);
+        }
+        checkConfigDriveSpec(body.configdrive);
+      } else if (typeof body.configdrive !== 'string') {
+        throw new InvalidParameter('configdrive: expected a string (a gzipped, base64-encoded ISO image, or its URL) or, from API 1.56, an object');
+      }
     }
     // Checked here too (the conductor checks again under the lock) so that the refusal lists the
     // actions in the request's own API version: a 1.49 client is offered `active`, not `deploy`.
@@ -104,7 +114,7 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
     const cleanSteps = body.clean_steps !== undefined ? parseCleanSteps(body.clean_steps) : undefined;
     await router.call(node, 'POST', 'provision', {
       target,
-      ...(typeof body.configdrive === 'string' ? { configdrive: body.configdrive } : {}),
+      ...(body.configdrive !== undefined && body.configdrive !== null ? { configdrive: body.configdrive } : {}),
       ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}),
     });
     return reply.code(202).header('Location', statesUrl(request, node.uuid)).send();

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { checkConfigDriveSpec } from '../../boot/config-drive-iso.js';
 import { InvalidParameter, UsageError } from '../../common/errors.js';
 import { parseCleanSteps } from '../../drivers/clean-steps.js';
 import type { CleanStepRequest } from '../../drivers/clean-steps.js';
@@ -67,6 +68,17 @@ const CLEAN_STEPS_EXAMPLE = '[{"interface": "deploy", "step": "erase_devices_met
  * one line naming the entry, not a round trip; whether the node offers the steps is the API's call.
  */
 export function readCleanSteps(value: string): CleanStepRequest[] {
+  const { parsed, from } = readJsonArgument('--clean-steps', value, `a list such as ${CLEAN_STEPS_EXAMPLE}`);
+  try {
+    return parseCleanSteps(parsed);
+  } catch (err) {
+    if (err instanceof InvalidParameter) throw new UsageError(`${err.message.replace(/^clean_steps/, '--clean-steps')}${from}`);
+    throw err;
+  }
+}
+
+/** A JSON option's value: the JSON itself, `@file` holding it, or `-` for standard input. */
+function readJsonArgument(flag: string, value: string, expected: string): { parsed: unknown; from: string } {
   let text = value;
   let from = '';
   if (value === '-' || value.startsWith('@')) {
@@ -75,21 +87,34 @@ export function readCleanSteps(value: string): CleanStepRequest[] {
     try {
       text = readFileSync(file, 'utf8');
     } catch (err) {
-      throw new UsageError(`--clean-steps: cannot read ${value === '-' ? 'standard input' : value.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new UsageError(`${flag}: cannot read ${value === '-' ? 'standard input' : value.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   }
-  let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    return { parsed: JSON.parse(text) as unknown, from };
   } catch (err) {
-    throw new UsageError(`--clean-steps${from}: not valid JSON (${(err as Error).message.split('\n')[0]}); expected a list such as ${CLEAN_STEPS_EXAMPLE}`);
+    throw new UsageError(`${flag}${from}: not valid JSON (${(err as Error).message.split('\n')[0]}); expected ${expected}`);
   }
+}
+
+const CONFIG_DRIVE_EXAMPLE = '{"meta_data": {"hostname": "web-1"}, "user_data": "#cloud-config\\n..."}';
+
+/**
+ * `node deploy --config-drive`: the config drive's JSON form (meta_data, network_data, user_data,
+ * vendor_data), as JSON, `@file` or `-`. Set as instance_info/configdrive, which the conductor
+ * builds into the config-2 ISO (the provision request's own field takes an object only from API
+ * 1.56, above what ironring serves).
+ */
+export function configDriveInstanceInfo(value: string | undefined): Array<Record<string, unknown>> {
+  if (value === undefined) return [];
+  const { parsed, from } = readJsonArgument('--config-drive', value, `an object such as ${CONFIG_DRIVE_EXAMPLE}`);
   try {
-    return parseCleanSteps(parsed);
+    checkConfigDriveSpec(parsed, '--config-drive');
   } catch (err) {
-    if (err instanceof InvalidParameter) throw new UsageError(`${err.message.replace(/^clean_steps/, '--clean-steps')}${from}`);
+    if (err instanceof InvalidParameter) throw new UsageError(`${err.message}${from}`);
     throw err;
   }
+  return [{ op: 'add', path: '/instance_info/configdrive', value: parsed }];
 }
 
 /** The instance_info patch of `node deploy --image URL --image-checksum algo:hex`; [] without --image. */
@@ -248,7 +273,13 @@ export function nodeCommand(): Command {
     if (verb === 'deploy') {
       cmd
         .addOption(new Option('--image <url>', 'the whole-disk image to write (direct deploy): sets instance_info.image_source first'))
-        .addOption(new Option('--image-checksum <algo:hex>', "the image's digest, e.g. sha256:<hex> (sha256, sha384 or sha512): sets image_os_hash_algo/value; required with --image"));
+        .addOption(new Option('--image-checksum <algo:hex>', "the image's digest, e.g. sha256:<hex> (sha256, sha384 or sha512): sets image_os_hash_algo/value; required with --image"))
+        .addOption(
+          new Option(
+            '--config-drive <json>',
+            `the config drive (direct deploy) as an object of meta_data, network_data, user_data and vendor_data, @file holding one, or - for standard input; the conductor builds the config-2 ISO the agent writes; e.g. '${CONFIG_DRIVE_EXAMPLE}'`,
+          ),
+        );
     }
     cmd
       .addOption(
@@ -257,10 +288,10 @@ export function nodeCommand(): Command {
           `wait until the node rests (default 600 s): exit 0 when it ${settled ? `is ${settled}` : 'rests'}; exit 1 with its last_error on stderr as soon as it fails (a "* failed" state, error, or a rest elsewhere such as enroll after a failed BMC check)`,
         ),
       )
-      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string; image?: string; imageChecksum?: string }, command: Command) => {
+      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string; image?: string; imageChecksum?: string; configDrive?: string }, command: Command) => {
         const seconds = waitSeconds(opts.wait, 600);
         const cleanSteps = opts.cleanSteps !== undefined ? readCleanSteps(opts.cleanSteps) : undefined;
-        const imagePatch = imageInstanceInfo(opts.image, opts.imageChecksum);
+        const imagePatch = [...imageInstanceInfo(opts.image, opts.imageChecksum), ...configDriveInstanceInfo(opts.configDrive)];
         const { base, format } = clientContext(command);
         if (imagePatch.length > 0) await apiRequest(base, 'PATCH', `/v1/nodes/${encodeURIComponent(ident)}`, imagePatch);
         await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/provision`, { target, ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}) });

@@ -20,6 +20,7 @@
  */
 import { AgentClient } from '../../agent/agent-client.js';
 import type { AgentEndpoint } from '../../agent/agent-client.js';
+import { buildConfigDrive, checkConfigDriveSpec } from '../../boot/config-drive-iso.js';
 import { bootNeed } from '../../nodes/state-machine.js';
 import type { AgentContact, AgentProgress, DeployInterface, DeployOutcome } from '../deploy.js';
 import { InvalidParameterValue } from '../errors.js';
@@ -83,7 +84,7 @@ export class DirectDeploy implements DeployInterface {
   async validate(task: DriverTask): Promise<void> {
     await task.driver.boot.validate(task);
     this.imageSource(task);
-    configDrive(task);
+    await configDrive(task, false);
     this.apiUrl();
   }
 
@@ -119,9 +120,15 @@ export class DirectDeploy implements DeployInterface {
         staged = status.image;
       }
       const imageInfo = directImageInfo(task, staged);
+      let drive: string | null;
+      try {
+        drive = await configDrive(task);
+      } catch (err) {
+        return { kind: 'fail', error: `write_image: the config drive could not be built: ${(err as Error).message}` };
+      }
       let started;
       try {
-        started = await this.client.run(endpoint, 'standby.prepare_image', { image_info: imageInfo, configdrive: configDrive(task) }, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
+        started = await this.client.run(endpoint, 'standby.prepare_image', { image_info: imageInfo, configdrive: drive }, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
       } catch (err) {
         return { kind: 'fail', error: `write_image: the agent did not take standby.prepare_image: ${(err as Error).message}` };
       }
@@ -240,14 +247,25 @@ export class DirectDeploy implements DeployInterface {
 const MAX_CONFIG_DRIVE_TEXT = 96 * 1024 * 1024;
 
 /**
- * The config drive the agent writes: `instance_info.configdrive` (gzipped base64 text, or its
- * http(s) URL, as the API stores it), or null. The JSON form (API 1.56) is not served yet.
+ * The config drive the agent writes: `instance_info.configdrive` as the API stores it — gzipped
+ * base64 text or its http(s) URL, passed on as it is, or the JSON form (an object: API 1.56, or
+ * set in instance_info), built here into that text — or null. With `build` false the JSON form is
+ * only checked (validate).
  */
-function configDrive(task: DriverTask): string | null {
-  const value = optionalString({ name: 'instance_info', value: task.node.instance_info }, 'configdrive');
-  if (value === undefined) return null;
-  if (value.length > MAX_CONFIG_DRIVE_TEXT) throw new InvalidParameterValue('instance_info.configdrive', `is longer than ${MAX_CONFIG_DRIVE_TEXT} characters (a config drive is at most 64 MiB)`);
-  return value;
+async function configDrive(task: DriverTask, build = true): Promise<string | null> {
+  const value = task.node.instance_info?.configdrive;
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value === 'object') {
+    if (!build) {
+      checkConfigDriveSpec(value, 'instance_info.configdrive');
+      return null;
+    }
+    return buildConfigDrive({ uuid: task.node.uuid, name: task.node.name ?? null }, value, { field: 'instance_info.configdrive' });
+  }
+  const text = optionalString({ name: 'instance_info', value: task.node.instance_info }, 'configdrive');
+  if (text === undefined) return null;
+  if (text.length > MAX_CONFIG_DRIVE_TEXT) throw new InvalidParameterValue('instance_info.configdrive', `is longer than ${MAX_CONFIG_DRIVE_TEXT} characters (a config drive is at most 64 MiB)`);
+  return text;
 }
 
 /** An agent's error as one line for `last_error`. */
