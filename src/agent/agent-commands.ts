@@ -3,7 +3,7 @@
  * (and Ironic's) sends: the extension methods, with IPA's names, parameters and result shapes.
  *
  * - Asynchronous commands (`standby.prepare_image`, `standby.power_off`,
- *   `deploy.execute_deploy_step`) answer RUNNING at once and end later; one runs at a time (a
+ *   `deploy.execute_deploy_step`, `clean.execute_clean_step`) answer RUNNING at once and end later; one runs at a time (a
  *   second gets 409, as IPA's "agent is busy").
  * - The others run before the answer. A command's return value becomes its `command_result` as
  *   IPA shapes it (`commandResult` in agent.ts): a string as `{result}`, an object as it is.
@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { open } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import { InvalidParameter, IronringError } from '../common/errors.js';
-import { chooseRootDevice, decodeConfigDrive, deviceBytes, getPartitionUuids, scanBlockDevices, writeConfigDrive, writeImage } from './disk/index.js';
+import { chooseRootDevice, decodeConfigDrive, deviceBytes, eraseDeviceMetadata, getPartitionUuids, scanBlockDevices, writeConfigDrive, writeImage } from './disk/index.js';
 import type { WriteImageOptions, WriteImageResult } from './disk/index.js';
 
 /** A command IPA's API knows, and whether it ends after the answer. */
@@ -166,6 +166,31 @@ async function commandOutput(command: string, args: string[]): Promise<Buffer | 
   });
 }
 
+/**
+ * IPA's clean steps of its generic hardware manager that this agent runs: the metadata erase, at
+ * IPA's priority (automated cleaning runs it by default). `erase_devices` (a full overwrite) is not
+ * offered yet, so a conductor does not schedule it.
+ */
+const CLEAN_STEPS = [{ step: 'erase_devices_metadata', priority: 99, interface: 'deploy', reboot_requested: false, abortable: true, argsinfo: null }];
+
+/** `erase_devices_metadata` on every disk the agent sees (read-only ones are not listed). */
+async function eraseMetadata(context: CommandContext): Promise<null> {
+  const scan = await scanBlockDevices({ sysRoot: context.sysRoot, devRoot: context.devRoot });
+  if (scan.devices.length === 0) throw new CommandFailed(`no disk to erase${scan.skipped.length > 0 ? ` (skipped: ${scan.skipped.map((d) => `${d.name} ${d.reason}`).join(', ')})` : ''}`, 'BlockDeviceEraseError');
+  const failures: string[] = [];
+  for (const device of scan.devices) {
+    context.signal.throwIfAborted();
+    try {
+      await eraseDeviceMetadata(device.name.replace(/^\/dev/, context.devRoot), context.sysRoot);
+    } catch (err) {
+      failures.push(`${device.name}: ${(err as Error).message}`);
+    }
+  }
+  // IPA goes on past a failed disk and reports them all at the end.
+  if (failures.length > 0) throw new CommandFailed(`erasing the metadata failed on ${failures.join('; ')}`, 'BlockDeviceEraseError');
+  return null;
+}
+
 /** IPA's deploy steps of its generic hardware manager that this agent runs. */
 const DEPLOY_STEPS = [{ step: 'write_image', priority: 0, interface: 'deploy', reboot_requested: false, argsinfo: null }];
 
@@ -213,6 +238,22 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       const args = isObject(step.args) ? step.args : {};
       // IPA's answer to a deploy step: what the step returned, and the step.
       return { deploy_result: await prepareImage({ image_info: args.image_info, configdrive: args.configdrive ?? null }, context), deploy_step: step };
+    },
+  },
+  'clean.get_clean_steps': {
+    async: false,
+    run: async () => ({ clean_steps: { GenericHardwareManager: CLEAN_STEPS }, hardware_manager_version: { generic_hardware_manager: '1.2' } }),
+  },
+  'clean.execute_clean_step': {
+    async: true,
+    run: async (params, context) => {
+      const step = params.step;
+      const name = isObject(step) ? step.step : step;
+      if (!isObject(step) || !CLEAN_STEPS.some((s) => s.step === name)) {
+        throw new CommandFailed(`clean step ${JSON.stringify(name)} is not one this agent runs (it runs ${CLEAN_STEPS.map((s) => s.step).join(', ')})`, 'InvalidCommandParamsError');
+      }
+      // IPA's answer to a clean step: what the step returned, and the step.
+      return { clean_result: await eraseMetadata(context), clean_step: step };
     },
   },
   'log.collect_system_logs': {

@@ -1,6 +1,7 @@
 /**
  * The deploy agent's disk side: which disks exist (sysfs), which one gets the image (Ironic's root
- * device hints), streaming the image onto it, and reading back its partition table.
+ * device hints), streaming the image onto it, reading back its partition table, and erasing its
+ * metadata (cleaning).
  */
 export * from './block-devices.js';
 export * from './errors.js';
@@ -8,3 +9,4 @@ export * from './image-writer.js';
 export * from './partition-table.js';
 export * from './root-device-hints.js';
 export * from './config-drive.js';
+export * from './erase-metadata.js';
