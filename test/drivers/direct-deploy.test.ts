@@ -59,12 +59,21 @@ describe('direct deploy: validate', () => {
     [{ image_disk_format: 'qcow2' }, 'instance_info.image_disk_format qcow2 needs a conductor that converts and serves images'],
     [{ image_disk_format: 'qcow2', image_os_hash_algo: 'sha384', image_os_hash_value: 'a'.repeat(96) }, 'instance_info.image_os_hash_algo must be sha256 or sha512 for a qcow2 image'],
     [{ root_device: { colour: 'blue' } }, 'instance_info.root_device'],
+    [{ image_type: 'partition' }, 'instance_info.image_type is "partition": the direct deploy writes whole-disk images only (partition images are not supported yet)'],
+    [{ kernel: 'http://images.example/vmlinuz', ramdisk: 'http://images.example/initrd' }, 'instance_info.kernel and instance_info.ramdisk are set, which marks a partition image'],
     [{ configdrive: { user_data: 'x', files: [] } }, 'instance_info.configdrive: unexpected key(s) "files"; valid: meta_data, network_data, user_data, vendor_data'],
     [{ configdrive: { meta_data: 'uuid=1' } }, 'instance_info.configdrive.meta_data: must be an object'],
     [{ configdrive: ['user_data'] }, 'instance_info.configdrive: the JSON form is an object'],
   ])('refuses %j, naming the field', async (change, message) => {
     const t = task({ instance_info: change });
     await expect(t.driver.deploy.validate(t)).rejects.toThrow(message);
+  });
+
+  it('accepts image_type whole-disk, and a kernel without a ramdisk (as Ironic: only both mark a partition image)', async () => {
+    for (const change of [{ image_type: 'whole-disk' }, { kernel: 'http://images.example/vmlinuz' }]) {
+      const t = task({ instance_info: change });
+      await expect(t.driver.deploy.validate(t)).resolves.toBeUndefined();
+    }
   });
 
   it('accepts the legacy image_checksum as sha256 hex, and refuses without an API URL for the agent', async () => {

@@ -106,6 +106,19 @@ export function directImageSource(task: DriverTask): DirectImageSource {
     throw new InvalidParameterValue('instance_info.image_source', 'is not a valid URL');
   }
   if (url.username !== '' || url.password !== '') throw new InvalidParameterValue('instance_info.image_source', 'must not carry a user name or password (the agent and the logs would see them)');
+  // Ironic's marks of a partition image: image_type, or a kernel and ramdisk beside the image.
+  // Written as it is to a whole disk one would boot nothing: refused before anything boots.
+  const imageType = optionalString(bag, 'image_type');
+  if (imageType !== undefined && imageType !== 'whole-disk') {
+    throw new InvalidParameterValue('instance_info.image_type', `is ${JSON.stringify(imageType.slice(0, 40))}: the direct deploy writes whole-disk images only (partition images are not supported yet)`);
+  }
+  const given = (key: string) => {
+    const v = task.node.instance_info[key];
+    return v !== undefined && v !== null && v !== '';
+  };
+  if (given('kernel') && given('ramdisk')) {
+    throw new InvalidParameterValue('instance_info.kernel', 'and instance_info.ramdisk are set, which marks a partition image: the direct deploy writes whole-disk images only (partition images are not supported yet); remove them, or use the ramdisk deploy interface to network-boot a kernel and ramdisk');
+  }
   const format = optionalString(bag, 'image_disk_format') ?? 'raw';
   if (!(DIRECT_DISK_FORMATS as readonly string[]).includes(format)) {
     throw new InvalidParameterValue('instance_info.image_disk_format', `must be raw or qcow2, not ${JSON.stringify(format.slice(0, 40))} (convert it with qemu-img convert -O raw)`);
