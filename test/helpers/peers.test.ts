@@ -131,7 +131,7 @@ esac; done`,
     }
     expect(res.code, res.stderr).toBe(0);
     const lines = res.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^test peers: installing the Debian packages the tests use as real peers: apt-get install -y --no-install-recommends tftp-hpa atftp( python3-pyghmi)?( python3-tooz)?( ipxe-qemu)?( ipxe)?( pxelinux)?( syslinux-common)?( ovmf)?$/);
+    expect(lines[0]).toMatch(/^test peers: installing the Debian packages the tests use as real peers: apt-get install -y --no-install-recommends tftp-hpa atftp( python3-pyghmi)?( python3-tooz)?( ipxe-qemu)?( ipxe)?( pxelinux)?( syslinux-common)?( ovmf)?( systemd-boot-efi)?$/);
     expect(readFileSync(log, 'utf8')).toMatch(/^-o DPkg::Lock::Timeout=300 -o Acquire::Retries=1 install -y -qq --no-install-recommends tftp-hpa atftp/m);
     expect(existsSync(path.join(bin, 'atftp'))).toBe(true);
   });

@@ -60,6 +60,8 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: 'mkfs.fat', package: 'dosfstools' },
   { command: 'mcopy', package: 'mtools' },
   { command: 'syslinux', package: 'syslinux' },
+  // Its UEFI variant: a unified kernel image (systemd's EFI stub + kernel + initramfs) as the ESP's fallback loader.
+  { command: '/usr/bin/test', package: 'systemd-boot-efi', probe: ['-f', '/usr/lib/systemd/boot/efi/linuxx64.efi.stub'] },
   // A real peer driving ironring agent (test/interop/): OpenStack Ironic 21.4 itself, API and conductor.
   { command: 'ironic-conductor', package: 'ironic-common' },
 ];

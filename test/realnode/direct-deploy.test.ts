@@ -8,7 +8,9 @@
  * --config-drive`, deploys an operating system (`os-image.ts`: syslinux, the cloud kernel, a busybox
  * /init) given as qcow2, which the conductor converts and serves; the OS prints a marker and the
  * user data it reads from the config drive the agent wrote. The third is started with `ironring
- * node deploy --image --config-drive` (the JSON form, built into the ISO by the conductor). The others
+ * node deploy --image --config-drive` (the JSON form, built into the ISO by the conductor). A UEFI
+ * machine (OVMF) gets a GPT image whose EFI system partition holds a unified kernel image at the
+ * fallback path, and its OS reads the config drive the agent added as a GPT entry. The others
  * stream raw images (a boot sector printing a marker) from an HTTP server of the test. A wrong
  * digest ends as `deploy failed` with the agent's message, and nothing boots from the disk.
  *
@@ -26,7 +28,7 @@ import { getPartitionUuids } from '../../src/agent/disk/partition-table.js';
 import { waitUntil } from '../helpers/conductors.js';
 import { api, enrollMachine, makeAvailable, nodeStates, provision, waitForProvisionState } from './api.js';
 import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from './assets.js';
-import { OS_MARKER, osDiskImage, USER_DATA_PREFIX } from './os-image.js';
+import { OS_MARKER, osDiskImage, osUefiDiskImage, USER_DATA_PREFIX } from './os-image.js';
 import type { DeployRamdisk } from './assets.js';
 import { openLab } from './lab.js';
 import type { Lab, LabMachine } from './lab.js';
@@ -81,10 +83,10 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
   const readStart = (file: string, bytes: number): Buffer => readAt(file, 0, bytes);
 
   /** Enrolls `machine` as an ipmi node with the direct deploy and ironring's deploy ramdisk; to available. */
-  async function enrollDirect(machine: LabMachine): Promise<string> {
+  async function enrollDirect(machine: LabMachine, bootMode: 'bios' | 'uefi' = 'bios'): Promise<string> {
     const uuid = await enrollMachine(lab.app, machine, lab.network.hostAddress, lab.assets, {
       bootInterface: 'ipxe',
-      bootMode: 'bios',
+      bootMode,
       deployInterface: 'direct',
       deployImages: { kernel: ramdisk.kernel, ramdisk: ramdisk.initramfs },
       deployKernelParams: 'console=ttyS0 panic=-1',
@@ -207,6 +209,35 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     // Nothing bootable is left: the chosen disk's first MiB is zeroed; the other one is untouched.
     expect(readStart(disk, 1024 * 1024).every((b) => b === 0)).toBe(true);
     expect(readStart(first, 1024 * 1024).every((b) => b === 0xee)).toBe(true);
+    await machine.bmc.stop();
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('a UEFI machine: the agent writes a GPT image with an EFI system partition and the config drive built from its JSON form; OVMF boots the disk\'s fallback loader and the OS reads its user data', async () => {
+    const disk = blankDisk('direct-uefi');
+    const machine = await lab.addMachine('direct-uefi', 'uefi', { disks: [disk], memoryMiB: 1024 });
+    const uuid = await enrollDirect(machine, 'uefi');
+    const token = randomBytes(6).toString('hex');
+    const imageFile = path.join(lab.network.slot.dir, `uefi-image-${token}.raw`);
+    const image = osUefiDiskImage(imageFile, token);
+    await setImage(uuid, imageFile, sha256(image));
+    const drive = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [{ op: 'add', path: '/instance_info/configdrive', value: { user_data: `#!/bin/sh\necho uefi-user-data-${token}\n` } }]);
+    expect(drive.status, drive.body).toBe(200);
+    machine.vm.clearLog();
+    const started = Date.now();
+    await provision(lab.app, uuid, 'active');
+    await waitForProvisionState(lab.app, uuid, 'active', DEPLOY_TIMEOUT_MS);
+    const activeMs = Date.now() - started;
+    // The firmware tries the network first; the owner's local-boot entry for UEFI hands back to it
+    // (iPXE exits), and OVMF boots the disk's \EFI\BOOT\BOOTX64.EFI: the unified kernel image.
+    const boot = await waitForMarker(machine.vm.serialLog, new RegExp(`${OS_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+    await waitForMarker(machine.vm.serialLog, new RegExp(`${USER_DATA_PREFIX} echo uefi-user-data-${token}`), BOOT_TIMEOUT_MS);
+    console.log(`real node ${machine.name} (direct, GPT, ipxe, uefi): active after ${activeMs} ms, OS booted from the ESP ${boot.ms} ms later`);
+    // GPT on the disk: the image's ESP, then the config drive at the disk's end (the backup table moved there).
+    const table = await getPartitionUuids(disk);
+    expect(table.table).toBe('gpt');
+    expect(table.partitions.map((p) => p.name)).toEqual(['EFI system', 'config-2']);
+    expect(table['efi system partition uuid']).toBe(table.partitions[0]!.uuid);
+    expect(table.partitions[1]!.start + table.partitions[1]!.size).toBeLessThanOrEqual(DISK_BYTES);
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 

@@ -29,6 +29,7 @@ export const REAL_NODE_PACKAGES = [
   'dosfstools',
   'mtools',
   'syslinux',
+  'systemd-boot-efi',
 ] as const;
 
 let answer: boolean | undefined;

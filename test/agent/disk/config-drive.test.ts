@@ -12,7 +12,8 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONFIG_DRIVE_PARTITION_BYTES, decodeConfigDrive, writeConfigDrive } from '../../../src/agent/disk/config-drive.js';
 import { PartitionTableError } from '../../../src/agent/disk/errors.js';
-import { crc32, getPartitionUuids, guidToBytes } from '../../../src/agent/disk/partition-table.js';
+import { crc32, getPartitionUuids } from '../../../src/agent/disk/partition-table.js';
+import { ESP_TYPE, gptDisk } from '../../helpers/gpt.js';
 
 const MIB = 1024 * 1024;
 
@@ -37,45 +38,9 @@ function mbrImage(imageBytes: number): Buffer {
   return image;
 }
 
-const guid = guidToBytes;
-
 /** A GPT disk image as an image builder leaves it: backup table at the image's own end. */
 function gptImage(imageBytes: number): Buffer {
-  const sectors = imageBytes / 512;
-  const image = Buffer.alloc(imageBytes);
-  image[446 + 4] = 0xee;
-  image.writeUInt32LE(1, 446 + 8);
-  image.writeUInt32LE(sectors - 1, 446 + 12);
-  image[510] = 0x55;
-  image[511] = 0xaa;
-  const entries = Buffer.alloc(128 * 128);
-  guid('c12a7328-f81f-11d2-ba4b-00a0c93ec93b').copy(entries, 0);
-  randomBytes(16).copy(entries, 16);
-  entries.writeBigUInt64LE(2048n, 32);
-  entries.writeBigUInt64LE(BigInt(sectors - 34), 40);
-  Buffer.from('EFI', 'utf16le').copy(entries, 56);
-  const header = (current: number, backup: number, entriesLba: number): Buffer => {
-    const h = Buffer.alloc(512);
-    h.write('EFI PART', 0, 'latin1');
-    h.writeUInt32LE(0x00010000, 8);
-    h.writeUInt32LE(92, 12);
-    h.writeBigUInt64LE(BigInt(current), 24);
-    h.writeBigUInt64LE(BigInt(backup), 32);
-    h.writeBigUInt64LE(34n, 40);
-    h.writeBigUInt64LE(BigInt(sectors - 34), 48);
-    randomBytes(16).copy(h, 56);
-    h.writeBigUInt64LE(BigInt(entriesLba), 72);
-    h.writeUInt32LE(128, 80);
-    h.writeUInt32LE(128, 84);
-    h.writeUInt32LE(crc32(entries), 88);
-    h.writeUInt32LE(crc32(h.subarray(0, 92)), 16);
-    return h;
-  };
-  header(1, sectors - 1, 2).copy(image, 512);
-  entries.copy(image, 1024);
-  entries.copy(image, (sectors - 33) * 512);
-  header(sectors - 1, 1, sectors - 33).copy(image, (sectors - 1) * 512);
-  return image;
+  return gptDisk(imageBytes, [{ start: 2048, sectors: imageBytes / 512 - 2081, type: ESP_TYPE, name: 'EFI' }]);
 }
 
 let dir: string;
