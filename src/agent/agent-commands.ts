@@ -220,8 +220,16 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   },
   'image.install_bootloader': {
     async: false,
-    run: async () => {
-      throw new CommandFailed('installing a boot loader is for partition images, which this agent does not write; a whole-disk image carries its own', 'InvalidCommandError');
+    run: async (params) => {
+      // Ironic asks this for partition images, and for whole-disk images in UEFI mode (to add a
+      // firmware boot entry for the image's loader). Neither is done yet: refused, never faked.
+      const uefi = params.target_boot_mode === 'uefi';
+      throw new CommandFailed(
+        uefi
+          ? 'this agent does not register UEFI boot entries (NVRAM) yet; a whole-disk image boots without one only from its EFI system partition\'s fallback loader, \\EFI\\BOOT\\BOOTX64.EFI, as ironring\'s own direct deploy relies on'
+          : 'installing a boot loader is for partition images, which this agent does not write; a whole-disk image carries its own',
+        'InvalidCommandError',
+      );
     },
   },
   'deploy.get_deploy_steps': {
