@@ -87,6 +87,24 @@ export function osInitrdAsset(cacheRoot = defaultCacheRoot()): string {
   });
 }
 
+/**
+ * What both OS images are built from: the token checked, the cloud kernel and the OS initramfs, and
+ * a scratch directory beside `file` (removed afterwards) for `build`.
+ */
+function buildOsImage(file: string, token: string, cacheRoot: string, build: (parts: { kernel: string; initrd: string; work: string }) => Buffer): Buffer {
+  if (!/^[A-Za-z0-9-]{1,64}$/.test(token)) throw new Error('token: letters, digits and dashes');
+  const kernel = kernelAsset(cacheRoot).path;
+  const initrd = osInitrdAsset(cacheRoot);
+  const work = `${file}.d`;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  try {
+    return build({ kernel, initrd, work });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 /** syslinux's MBR boot code (syslinux-common). */
 const SYSLINUX_MBR = '/usr/lib/syslinux/mbr/mbr.bin';
 const PARTITION_START = 2048;
@@ -96,13 +114,7 @@ const PARTITION_START = 2048;
  * bytes. Needs dosfstools, mtools, syslinux and syslinux-common.
  */
 export function osDiskImage(file: string, token: string, partitionMiB = 24, cacheRoot = defaultCacheRoot()): Buffer {
-  if (!/^[A-Za-z0-9-]{1,64}$/.test(token)) throw new Error('token: letters, digits and dashes');
-  const kernel = kernelAsset(cacheRoot).path;
-  const initrd = osInitrdAsset(cacheRoot);
-  const work = `${file}.d`;
-  rmSync(work, { recursive: true, force: true });
-  mkdirSync(work, { recursive: true });
-  try {
+  return buildOsImage(file, token, cacheRoot, ({ kernel, initrd, work }) => {
     const fat = path.join(work, 'fat.img');
     // -h: the partition's first sector, which syslinux's boot sector adds to its own sector numbers.
     run('mkfs.fat', ['-C', '-n', 'IRONOS', '-h', String(PARTITION_START), fat, String(partitionMiB * 1024)]);
@@ -132,9 +144,7 @@ export function osDiskImage(file: string, token: string, partitionMiB = 24, cach
     readFileSync(fat).copy(image, PARTITION_START * 512);
     writeFileSync(file, image);
     return image;
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
+  });
 }
 
 /** systemd's EFI stub (systemd-boot-efi): with the kernel, initramfs and command line added as sections, one EFI program. */
@@ -149,13 +159,7 @@ export const EFI_STUB = '/usr/lib/systemd/boot/efi/linuxx64.efi.stub';
  * binutils, dosfstools and mtools.
  */
 export function osUefiDiskImage(file: string, token: string, espMiB = 40, cacheRoot = defaultCacheRoot()): Buffer {
-  if (!/^[A-Za-z0-9-]{1,64}$/.test(token)) throw new Error('token: letters, digits and dashes');
-  const kernel = kernelAsset(cacheRoot).path;
-  const initrd = osInitrdAsset(cacheRoot);
-  const work = `${file}.d`;
-  rmSync(work, { recursive: true, force: true });
-  mkdirSync(work, { recursive: true });
-  try {
+  return buildOsImage(file, token, cacheRoot, ({ kernel, initrd, work }) => {
     writeFileSync(path.join(work, 'cmdline'), `console=ttyS0 ironring.os_token=${token}`);
     writeFileSync(path.join(work, 'os-release'), 'NAME="ironring test OS"\nID=ironring-test\n');
     const uki = path.join(work, 'BOOTX64.EFI');
@@ -175,7 +179,5 @@ export function osUefiDiskImage(file: string, token: string, espMiB = 40, cacheR
     const image = gptDisk((espMiB + 2) * 1024 * 1024, [{ start: PARTITION_START, sectors: espMiB * 2048, type: ESP_TYPE, name: 'EFI system', content: readFileSync(fat) }]);
     writeFileSync(file, image);
     return image;
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
+  });
 }
