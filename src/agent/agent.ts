@@ -92,6 +92,8 @@ export class Agent {
   private readonly startedAt = Date.now() / 1000;
   /** Heartbeats the API accepted, for tests and the log. */
   heartbeats = 0;
+  /** Lookups that found the node (one per session), for tests. */
+  lookups = 0;
 
   constructor(private readonly options: AgentOptions) {}
 
@@ -189,6 +191,7 @@ export class Agent {
           } else {
             const timeout = typeof json.config.heartbeat_timeout === 'number' && json.config.heartbeat_timeout > 0 ? json.config.heartbeat_timeout : 300;
             const node = json.node as LookupResult['node'];
+            this.lookups++;
             return { node: { uuid: node.uuid, properties: isObject(node.properties) ? node.properties : {}, instance_info: isObject(node.instance_info) ? node.instance_info : {} }, token, heartbeatTimeout: timeout };
           }
         } else {

@@ -35,16 +35,26 @@ export const INVALID_AGENT_TOKEN = 'Invalid or missing agent token received.';
  * `patch` — a write that sets `provision_state` — with the end of the agent session added when the
  * new state expects no agent: the token digest cleared and the session's keys dropped from
  * `driver_internal_info` (the patch's own, else the node's). Every write of a provision state goes
- * through this, so no token outlives the states it was issued for.
+ * through this, so no token outlives the states it was issued for — but for `keepAgent`: fast
+ * track leaves the agent running past the end of a clean, for the next verb to use (as Ironic
+ * keeps the token then); powering the node off ends that session (`endAgentSession`).
  */
-export function withAgentSession(node: Pick<NodeRow, 'driver_internal_info' | 'agent_token_hash'>, patch: NodePatch & { provision_state: string }): NodePatch {
-  if (expectsAgent(patch.provision_state)) return patch;
-  const internal = patch.driver_internal_info ?? node.driver_internal_info;
+export function withAgentSession(node: Pick<NodeRow, 'driver_internal_info' | 'agent_token_hash'>, patch: NodePatch & { provision_state: string }, keepAgent = false): NodePatch {
+  if (keepAgent || expectsAgent(patch.provision_state)) return patch;
+  const end = endAgentSession(node, patch.driver_internal_info);
+  return { ...patch, ...end, ...(patch.agent_token_hash !== undefined ? { agent_token_hash: null } : {}) };
+}
+
+/**
+ * The writes that end a node's agent session whatever its state (the token digest cleared, the
+ * session's keys dropped from `internal`, default the node's): nothing when there is none.
+ */
+export function endAgentSession(node: Pick<NodeRow, 'driver_internal_info' | 'agent_token_hash'>, internal = node.driver_internal_info): NodePatch {
+  const patch: NodePatch = {};
   const stale = AGENT_SESSION_KEYS.filter((k) => Object.hasOwn(internal, k));
-  const out: NodePatch = { ...patch };
-  if (node.agent_token_hash !== null || patch.agent_token_hash !== undefined) out.agent_token_hash = null;
-  if (stale.length > 0) out.driver_internal_info = Object.fromEntries(Object.entries(internal).filter(([k]) => !(stale as readonly string[]).includes(k)));
-  return out;
+  if (node.agent_token_hash !== null) patch.agent_token_hash = null;
+  if (stale.length > 0) patch.driver_internal_info = Object.fromEntries(Object.entries(internal).filter(([k]) => !(stale as readonly string[]).includes(k)));
+  return patch;
 }
 
 /** What the owner needs from its node operations to run the session. */
@@ -81,6 +91,9 @@ export async function registerAgentToken(deps: AgentSessionDeps, uuid: string, t
   });
 }
 
+/** The states in which a heartbeat moves the node's work on: a deploy's or a clean's, waiting for the agent. */
+const AGENT_WAIT_STATES: ReadonlySet<string> = new Set(['wait call-back', 'clean wait']);
+
 /** A heartbeat as the API passes it on: the token as its digest, the fields already checked. */
 export interface HeartbeatRecord {
   tokenHash: string;
@@ -93,10 +106,12 @@ export interface HeartbeatRecord {
  * then under the node's lock checks it again, refuses a callback URL other than the one recorded
  * (an agent's URL does not change within its session, as Ironic refuses it), writes `agent_url`,
  * `agent_version` and `agent_last_heartbeat` (the database clock) into `driver_internal_info`.
- * A node in `wait call-back` then hands the heartbeat to its deploy interface
+ * A node in `wait call-back` or `clean wait` then hands the heartbeat to its deploy interface
  * (`DeployInterface.heartbeat`) and the conductor writes what that moved: merged
- * `driver_internal_info`, `deploy failed` with `last_error`, or back to `deploying`, whose work
- * `deps.resume` takes over with the lock still held (it releases it).
+ * `driver_internal_info`, `deploy failed` or `clean failed` with `last_error` (the node powered
+ * off), or back to `deploying` or `cleaning`, whose work `deps.resume` takes over with the lock
+ * still held (it releases it). In any other state (fast track: an agent left up after cleaning)
+ * the heartbeat is only recorded.
  */
 export async function recordHeartbeat(deps: AgentSessionDeps, uuid: string, heartbeat: HeartbeatRecord): Promise<void> {
   const read = await acquireTask(deps.store, uuid, { host: '', shared: true });
@@ -115,14 +130,14 @@ export async function recordHeartbeat(deps: AgentSessionDeps, uuid: string, hear
     await task.update({
       driver_internal_info: { ...internal, agent_url: heartbeat.callbackUrl, agent_version: heartbeat.agentVersion, agent_last_heartbeat: now.toISOString() },
     });
-    if (task.node.provision_state !== 'wait call-back') return;
+    if (!AGENT_WAIT_STATES.has(task.node.provision_state)) return;
     const driverTask = await deps.driverTask(task);
     const contact: AgentContact = { url: heartbeat.callbackUrl, version: heartbeat.agentVersion };
     let progress = await driverTask.driver.deploy.heartbeat(driverTask, contact);
     let changes: NodePatch = {};
     if (progress.kind === 'fail') {
-      // As Ironic's [deploy] power_off_after_deploy_failure: a failed node does not stay up
-      // running the deploy ramdisk. The failure stands whatever the BMC says.
+      // As Ironic's [deploy] power_off_after_deploy_failure and its tear-down of a failed clean: a
+      // failed node does not stay up running the deploy ramdisk. The failure stands whatever the BMC says.
       try {
         await driverTask.driver.power.setPowerState(driverTask, 'power off');
         changes = { power_state: 'power off' };

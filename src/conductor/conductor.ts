@@ -177,6 +177,8 @@ export class Conductor {
         agentApiUrl: config.deploy.agent_api_url || config.api.public_endpoint || null,
         agentClient: { timeoutSeconds: config.agent.command_timeout, attempts: config.agent.max_command_attempts },
         ...(boot.instanceImages ? { instanceImages: boot.instanceImages } : {}),
+        fastTrack: { enabled: config.deploy.fast_track, timeoutSeconds: config.deploy.fast_track_timeout },
+        eraseMetadataPriority: config.deploy.erase_devices_metadata_priority,
         // Without an HTTP boot URL (no HTTP boot server here and no [deploy] http_url), iPXE cannot
         // fetch its configs: PXE is the default then.
         ...(boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),
@@ -187,6 +189,7 @@ export class Conductor {
       tracker: this.tracker,
       drivers,
       logger: this.log,
+      automatedClean: config.conductor.automated_clean,
       conductorId: () => this.conductorId,
       // Called only once work runs, which is after the reconciler below is built.
       bootStateMade: (uuid, stamp, ports) => reconciler.bootStateMade(uuid, stamp, ports),

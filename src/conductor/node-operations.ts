@@ -12,17 +12,18 @@ import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import { uniqueViolation } from '../db/errors.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { automatedCleanSteps, BOOT_DEVICES, executeCleanStep, PowerActionFailed, validateCleanSteps } from '../drivers/index.js';
+import { BOOT_DEVICES, PowerActionFailed, validateCleanSteps } from '../drivers/index.js';
 import type { BootDevice, CleanStepRequest, DriverPort, DriverTask, PowerState } from '../drivers/index.js';
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
-import { applyAction, bootNeed, finishEvent, stateKind, transition } from '../nodes/state-machine.js';
+import { applyAction, bootNeed, expectsAgent, stateKind, transition } from '../nodes/state-machine.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
+import { abortCleaning, clean } from './cleaning.js';
 import { failStrandedWork, resumeEvent, whyNotResume } from './stranded-work.js';
-import { recordHeartbeat, registerAgentToken, withAgentSession } from './agent-session.js';
+import { endAgentSession, recordHeartbeat, registerAgentToken, withAgentSession } from './agent-session.js';
 import type { AgentSessionDeps, HeartbeatRecord } from './agent-session.js';
 
 /** The events a conductor fires when a state's work ends. */
@@ -33,6 +34,8 @@ interface StepResult {
   event: StepEvent | null;
   /** Columns written together with the new state (power state read back, instance fields wiped…). */
   changes?: NodePatch;
+  /** The node's agent stays up past the new state (fast track): its session is kept. */
+  keepAgent?: boolean;
 }
 
 /** Options of a provision action as the API passes them on. */
@@ -52,6 +55,11 @@ export interface NodeOperationsDeps {
   drivers: DriverRegistry;
   logger: Logger;
   retry: { attempts: number; intervalMs: number };
+  /**
+   * `[conductor] automated_clean`: whether automated cleaning runs the interfaces' steps with a
+   * priority above 0 (default true, as Ironic's); false: it runs none and says so.
+   */
+  automatedClean?: boolean;
   /** This conductor's row id, for `conductor_affinity` when its work leaves boot files here. */
   conductorId?: () => number | undefined;
   /**
@@ -68,6 +76,7 @@ export interface NodeOperationsDeps {
  */
 const restsOnOwnBootFiles = (state: ProvisionState): boolean => stateKind(state) !== 'working' && bootNeed(state) !== 'none';
 const RESUMABLE_STATES: ReadonlySet<string> = new Set(WORKING_STATES);
+
 
 export class NodeOperations {
   /** Background work in flight, so tests and shutdown can wait for it. */
@@ -132,7 +141,16 @@ export class NodeOperations {
   }
 
   private async driverTask(task: NodeTask) {
-    return this.deps.drivers.bind({ node: task.node, ports: await this.ports(task.node.id), logger: this.deps.logger.child({ node: task.node.uuid }), agentToken: task.node.agent_token_hash });
+    return this.deps.drivers.bind({
+      node: task.node,
+      ports: await this.ports(task.node.id),
+      logger: this.deps.logger.child({ node: task.node.uuid }),
+      agentToken: task.node.agent_token_hash,
+      forgetAgent: async () => {
+        const end = endAgentSession(task.node);
+        if (Object.keys(end).length > 0) await task.update(end);
+      },
+    });
   }
 
   /** Applies a JSON Patch; returns the updated node. */
@@ -182,6 +200,7 @@ export class NodeOperations {
    */
   async provision(uuid: string, action: ProvisionAction, options: ProvisionOptions = {}): Promise<void> {
     const task = await this.lock(uuid, `provision ${action}`);
+    let abortsCleaning = false;
     try {
       const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
       const next = applyAction(status, action);
@@ -196,9 +215,14 @@ export class NodeOperations {
         ...(internal ? { driver_internal_info: internal } : {}),
       }));
       await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `${action}: ${status.state} → ${next.state}` });
+      abortsCleaning = status.state === 'clean wait' && next.state === 'clean failed';
     } catch (err) {
       await task.release();
       throw err;
+    }
+    if (abortsCleaning) {
+      this.background(task, async () => abortCleaning(task, await this.driverTask(task), (d) => this.readPower(d)));
+      return;
     }
     this.background(task, () => this.drive(task));
   }
@@ -292,7 +316,7 @@ export class NodeOperations {
         target_provision_state: next.target,
         provision_updated_at: new Date(),
         ...(error !== null ? { last_error: error } : {}),
-      }));
+      }, result.keepAgent === true));
       ports = stepPorts;
       await task.recordHistory({
         eventType: 'provisioning',
@@ -311,7 +335,7 @@ export class NodeOperations {
       case 'verifying':
         return this.verify(task, driverTask);
       case 'cleaning':
-        return { event: await this.clean(task, driverTask, status) };
+        return clean(task, driverTask, status, { automatedClean: this.deps.automatedClean !== false, readPower: (d) => this.readPower(d) });
       case 'inspecting':
         await driver.inspect.inspectHardware(driverTask);
         return { event: 'done' };
@@ -331,6 +355,9 @@ export class NodeOperations {
         await driver.deploy.validate(driverTask);
         await driver.deploy.prepare(driverTask);
         const outcome = await driver.deploy.deploy(driverTask);
+        if (typeof outcome === 'object') {
+          return { event: 'wait', changes: { driver_internal_info: { ...task.node.driver_internal_info, ...outcome.internal }, ...(await this.readPower(driverTask)) } };
+        }
         return { event: outcome, changes: await this.readPower(driverTask) };
       }
       case 'deleting':
@@ -370,35 +397,6 @@ export class NodeOperations {
   }
 
   /**
-   * `cleaning`: a manual clean runs the steps stored by `provision` (already checked against the
-   * interfaces), an automated one the interfaces' steps with a priority above 0. `clean_step` names
-   * the step running; `driver_internal_info.clean_steps` keeps the steps that ran, so a clean that ran
-   * nothing says so (an empty list) instead of pretending.
-   */
-  private async clean(task: NodeTask, driverTask: DriverTask, status: ProvisionStatus): Promise<StepEvent> {
-    const manual = status.target === 'manageable';
-    const { clean_step: _running, clean_steps: stored, ...rest } = task.node.driver_internal_info;
-    const steps: CleanStepRequest[] = manual ? (Array.isArray(stored) ? (stored as CleanStepRequest[]) : []) : automatedCleanSteps(driverTask);
-    if (manual && steps.length === 0) throw new Error('manual cleaning has no clean_steps to run');
-    if (steps.length === 0) {
-      await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: 'automated cleaning: the node\'s interfaces offer no clean steps; nothing was run' });
-    }
-    for (const step of steps) {
-      const name = `${step.interface}.${step.step}`;
-      await task.update({ driver_internal_info: { ...rest, clean_steps: steps, clean_step: step } });
-      try {
-        await executeCleanStep(driverTask, step);
-      } catch (err) {
-        await task.update({ driver_internal_info: { ...rest, clean_steps: steps } });
-        throw new Error(`clean step ${name} failed: ${(err as Error).message}`, { cause: err });
-      }
-      await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: `clean step ${name} done` });
-    }
-    await task.update({ driver_internal_info: { ...rest, clean_steps: steps } });
-    return finishEvent(status);
-  }
-
-  /**
    * The power state the BMC reports after a provision step changed it, to be written with the new
    * state. A failed read does not fail the step (the work is done); it records the state as unknown
    * (null), which the power-state sync fills in on its next pass.
@@ -430,7 +428,9 @@ export class NodeOperations {
         if (target === 'rebooting' || target === 'soft rebooting') await driverTask.driver.power.reboot(driverTask, timeout);
         else await driverTask.driver.power.setPowerState(driverTask, target === 'soft power off' ? 'power off' : (target as 'power on' | 'power off'), timeout);
         const state = await driverTask.driver.power.getPowerState(driverTask);
-        await task.update({ power_state: state, target_power_state: null });
+        // An agent left up (fast track) does not survive this: its session ends with it.
+        const ends = target !== 'power on' && !expectsAgent(task.node.provision_state);
+        await task.update({ power_state: state, target_power_state: null, ...(ends ? endAgentSession(task.node) : {}) });
         await task.recordHistory({ eventType: 'power', severity: 'INFO', event: `${target}: now ${state}` });
       } catch (err) {
         await task.update({ target_power_state: null, last_error: (err as Error).message });

@@ -237,6 +237,12 @@ export const OPTIONS = {
       default: 8,
       description: 'BMCs a power-state sync reads at once (a slow or dead BMC holds up only its worker).',
     },
+    automated_clean: {
+      type: { kind: 'boolean' },
+      default: true,
+      description:
+        "Whether automated cleaning (after undeploy, and on provide) runs the clean steps the node's interfaces offer with a priority above 0, as Ironic's [conductor] automated_clean; false: the node goes to available with its disks as they were.",
+    },
     file_url_allowed_paths: {
       type: { kind: 'string', pattern: /^(?!(?:.*[/,]\s*)?\.\.(?:[/,]|\s*$))[^\0]*$/, describe: 'comma-separated directories, no ".." segments' },
       default: 'images',
@@ -475,6 +481,23 @@ export const OPTIONS = {
       default: '',
       description:
         "URL of the API the deploy agent looks up and heartbeats to, given to it as the kernel parameter ipa-api-url (Ironic derives it from its service catalog); empty: [api] public_endpoint. With neither, the direct deploy interface refuses to deploy.",
+    },
+    fast_track: {
+      type: { kind: 'boolean' },
+      default: false,
+      description:
+        "Ironic's [deploy] fast_track: cleaning leaves the node powered on running its deploy agent, and a deploy whose agent heartbeated within fast_track_timeout and still answers uses it without booting the node again.",
+    },
+    fast_track_timeout: {
+      type: { kind: 'integer', min: 0, max: 300 },
+      default: 300,
+      description: 'Seconds since the agent\'s last heartbeat within which fast_track reuses it (Ironic\'s [deploy] fast_track_timeout; at most 300).',
+    },
+    erase_devices_metadata_priority: {
+      type: { kind: 'integer', min: 0, max: 1000 },
+      default: 99,
+      description:
+        "Priority of the direct deploy's erase_devices_metadata clean step (Ironic's [deploy] erase_devices_metadata_priority; the agent's default 99): automated cleaning runs it when above 0; 0 leaves it to manual cleaning.",
     },
   },
   agent: {

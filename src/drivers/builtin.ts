@@ -49,6 +49,10 @@ export interface BuiltinDriverOptions extends Pick<DriverRegistryOptions, 'enabl
   agentClient?: AgentClientOptions;
   /** Converts and serves qcow2 instance images for the direct deploy; absent: qcow2 is refused. */
   instanceImages?: InstanceImagePort;
+  /** `[deploy] fast_track` and `fast_track_timeout` for the direct deploy; default off. */
+  fastTrack?: { enabled: boolean; timeoutSeconds: number };
+  /** `[deploy] erase_devices_metadata_priority`; default 99. */
+  eraseMetadataPriority?: number;
   /** The fake machines; pass one to inspect them from a test. Default a fresh one. */
   fakeState?: FakeHardwareState;
 }
@@ -76,6 +80,8 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
           apiUrl: () => options.agentApiUrl ?? null,
           client: new AgentClient(options.agentClient),
           ...(options.instanceImages ? { images: options.instanceImages } : {}),
+          ...(options.fastTrack ? { fastTrack: options.fastTrack } : {}),
+          ...(options.eraseMetadataPriority !== undefined ? { eraseMetadataPriority: options.eraseMetadataPriority } : {}),
         }),
       },
       inspect: { 'no-inspect': new NoInspect(), fake: new FakeInspect(fake) },

@@ -31,12 +31,34 @@ export interface CleanStepRequest {
   args?: Record<string, unknown>;
 }
 
+/**
+ * A step that goes on elsewhere (in the node's agent): the node waits in `clean wait` until a
+ * heartbeat says the step ended. `state` is kept for the interface in
+ * `driver_internal_info.clean_step_state` while the step runs (the agent's command id…).
+ */
+export interface CleanStepWait {
+  kind: 'wait';
+  state?: Readonly<Record<string, unknown>>;
+}
+
 /** What an interface implements to offer clean steps; optional on every interface that may clean. */
 export interface CleanStepSource {
   /** The steps this interface offers the node. */
   getCleanSteps?(task: DriverTask): readonly CleanStep[];
-  /** Runs one of the offered steps; resolves once it is done. */
-  executeCleanStep?(task: DriverTask, step: CleanStepRequest): Promise<void>;
+  /** Runs one of the offered steps; resolves once it is done, or with `wait` when it goes on in the node. */
+  executeCleanStep?(task: DriverTask, step: CleanStepRequest): Promise<void | CleanStepWait>;
+  /**
+   * Before the first step of a clean that runs any: gets the node ready for its steps (Ironic's
+   * `prepare_cleaning`: boots the deploy agent). `wait`: the node waits in `clean wait` for the
+   * agent's first heartbeat, which resumes the clean at its first step; `ready`: go on now.
+   */
+  prepareCleaning?(task: DriverTask): Promise<'ready' | 'wait'>;
+  /**
+   * After the last step, or a failed one (Ironic's `tear_down_cleaning`): undoes what
+   * `prepareCleaning` did. `keepAgent`: the agent stays up for the next verb (fast track), so its
+   * session (token, URL) is kept with the node.
+   */
+  tearDownCleaning?(task: DriverTask): Promise<{ keepAgent: boolean }>;
 }
 
 /** Every step the node's interfaces offer, highest priority first. */
@@ -75,12 +97,36 @@ export function validateCleanSteps(task: DriverTask, requested: readonly CleanSt
   if (errors.length > 0) throw new InvalidParameter(`clean_steps: ${errors.join('; ')}`);
 }
 
-/** Runs one step through the interface that offers it. */
-export async function executeCleanStep(task: DriverTask, step: CleanStepRequest): Promise<void> {
+/** Runs one step through the interface that offers it; `wait` when it goes on in the node. */
+export async function executeCleanStep(task: DriverTask, step: CleanStepRequest): Promise<CleanStepWait | null> {
   if (!(CLEAN_STEP_INTERFACES as readonly string[]).includes(step.interface)) throw new InvalidParameter(`clean step ${JSON.stringify(step)}: unknown interface`);
   const source = task.driver[step.interface as CleanStepInterface] as CleanStepSource;
   if (source.executeCleanStep === undefined) throw new InvalidParameter(`clean step ${JSON.stringify(step)}: the ${step.interface} interface has no clean steps`);
-  await source.executeCleanStep(task, step);
+  return (await source.executeCleanStep(task, step)) ?? null;
+}
+
+/**
+ * Gets the node ready for the steps of a clean (`prepareCleaning` of each interface that has
+ * one, in `CLEAN_STEP_INTERFACES` order): `wait` when one of them booted something the node must
+ * wait for.
+ */
+export async function prepareCleaning(task: DriverTask): Promise<'ready' | 'wait'> {
+  let outcome: 'ready' | 'wait' = 'ready';
+  for (const type of CLEAN_STEP_INTERFACES) {
+    const source = task.driver[type] as CleanStepSource;
+    if (source.prepareCleaning !== undefined && (await source.prepareCleaning(task)) === 'wait') outcome = 'wait';
+  }
+  return outcome;
+}
+
+/** Undoes `prepareCleaning` on every interface; `keepAgent` when one keeps the node's agent up. */
+export async function tearDownCleaning(task: DriverTask): Promise<{ keepAgent: boolean }> {
+  let keepAgent = false;
+  for (const type of CLEAN_STEP_INTERFACES) {
+    const source = task.driver[type] as CleanStepSource;
+    if (source.tearDownCleaning !== undefined && (await source.tearDownCleaning(task)).keepAgent) keepAgent = true;
+  }
+  return { keepAgent };
 }
 
 /**

@@ -9,6 +9,15 @@ import type { DriverTask } from './task.js';
 export const DEPLOY_OUTCOMES = ['done', 'wait'] as const;
 export type DeployOutcome = (typeof DEPLOY_OUTCOMES)[number];
 
+/**
+ * `wait`, with keys to merge into `driver_internal_info` with it: a deploy that gave an agent
+ * already up its work at once (fast track) records the command in flight, as a heartbeat would.
+ */
+export interface DeployWait {
+  outcome: 'wait';
+  internal: Readonly<Record<string, unknown>>;
+}
+
 /** Where a node's agent listens, as its last heartbeat said. */
 export interface AgentContact {
   /** The agent's command API, `http(s)://host:port` (the heartbeat's `callback_url`). */
@@ -23,8 +32,8 @@ export interface AgentContact {
  *   merged into `driver_internal_info` (the command in flight, the deploy step shown);
  * - `resume` — the agent's part is done: the node goes back to `deploying` and the conductor calls
  *   `deploy` again, in the background, to finish (the interface reads from `driver_internal_info`
- *   where it is);
- * - `fail` — the deploy failed: `deploy failed` with `error` as `last_error`.
+ *   where it is); from `clean wait`, back to `cleaning`, where the next clean step runs;
+ * - `fail` — the deploy (or clean) failed: `deploy failed` (`clean failed`) with `error` as `last_error`.
  */
 export type AgentProgress =
   | { kind: 'wait'; internal?: Readonly<Record<string, unknown>> }
@@ -41,7 +50,7 @@ export interface DeployInterface extends CleanStepSource {
   /** Gets the node ready for `deploy` (also run before take-over). Idempotent. */
   prepare(task: DriverTask): Promise<void>;
   /** Deploys the instance. The conductor moves the node on according to the outcome. */
-  deploy(task: DriverTask): Promise<DeployOutcome>;
+  deploy(task: DriverTask): Promise<DeployOutcome | DeployWait>;
   /** Removes the instance: powers the node off and undoes what `deploy` set up. */
   tearDown(task: DriverTask): Promise<void>;
   /** Removes what `prepare` set up (boot files), e.g. after a failed deploy. Idempotent. */
@@ -53,8 +62,9 @@ export interface DeployInterface extends CleanStepSource {
   takeOver(task: DriverTask): Promise<void>;
   /**
    * Called by the node's owner, under the node's lock, after it recorded a heartbeat of the agent
-   * of a node in `wait call-back` (token checked, `agent_url` written): where an agent-driven
-   * deploy (`direct`) continues its work — asks the agent how its command went, sends the next
+   * of a node in `wait call-back` or `clean wait` (token checked, `agent_url` written): where an
+   * agent-driven deploy (`direct`) continues its work — asks the agent how its command went (the
+   * image write, or the clean step in `driver_internal_info.clean_step_state`), sends the next
    * one — and says what that moved. Interfaces that drive no agent answer `wait`. It must return
    * soon (the agent's heartbeat waits for it): long work is the agent's, or `resume`'s.
    */

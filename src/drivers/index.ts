@@ -5,7 +5,7 @@
  * calls `task.driver.<interface>.<method>(task)`.
  */
 export type { BootInterface } from './boot.js';
-export type { AgentContact, AgentProgress, DeployInterface, DeployOutcome } from './deploy.js';
+export type { AgentContact, AgentProgress, DeployInterface, DeployOutcome, DeployWait } from './deploy.js';
 export { DEPLOY_OUTCOMES } from './deploy.js';
 export type { BootDevice, BootDeviceState, ManagementInterface } from './management.js';
 export { BOOT_DEVICES } from './management.js';
@@ -21,8 +21,8 @@ export { createDriverRegistry, NO_BOOT_ENVIRONMENT } from './builtin.js';
 export { BootDeviceActionFailed, BootEnvironmentUnavailable, InvalidParameterValue, IpmiFailure, PowerActionFailed, UnknownDriver, UnknownInterface, UnsupportedDriverExtension } from './errors.js';
 export type { InspectInterface } from './inspect.js';
 export type { RescueInterface } from './rescue.js';
-export type { CleanStep, CleanStepInterface, CleanStepRequest, CleanStepSource } from './clean-steps.js';
-export { automatedCleanSteps, CLEAN_STEP_INTERFACES, cleanStepsOf, executeCleanStep, parseCleanSteps, validateCleanSteps } from './clean-steps.js';
+export type { CleanStep, CleanStepInterface, CleanStepRequest, CleanStepSource, CleanStepWait } from './clean-steps.js';
+export { automatedCleanSteps, CLEAN_STEP_INTERFACES, cleanStepsOf, executeCleanStep, parseCleanSteps, prepareCleaning, tearDownCleaning, validateCleanSteps } from './clean-steps.js';
 export type { BootEnvironmentPort } from './pxe/boot-environment-port.js';
 export { FakeHardwareState } from './fake/fake-state.js';
 export type { FakeMachine } from './fake/fake-state.js';

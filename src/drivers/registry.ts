@@ -62,6 +62,8 @@ export interface BindInput {
   signal?: AbortSignal;
   /** The node's agent credential (`DriverTask.agentToken`). */
   agentToken?: string | null;
+  /** Ends the node's agent session (`DriverTask.forgetAgent`). */
+  forgetAgent?: () => Promise<void>;
 }
 
 export class DriverRegistry {
@@ -157,6 +159,7 @@ export class DriverRegistry {
       logger: input.logger,
       ...(input.signal !== undefined ? { signal: input.signal } : {}),
       ...(input.agentToken !== undefined ? { agentToken: input.agentToken } : {}),
+      ...(input.forgetAgent !== undefined ? { forgetAgent: input.forgetAgent } : {}),
     };
     return task;
   }

@@ -51,6 +51,13 @@ export interface DriverTask {
    * token, `src/agent/agent-client.ts`); null or absent outside an agent session.
    */
   readonly agentToken?: string | null;
+  /**
+   * Ends the node's agent session (token, URL) before the node boots a new agent, which must be
+   * able to look up afresh (Ironic's `wipe_token_and_url` when it reboots a node into its ramdisk):
+   * what a fast-track session left would otherwise refuse the new agent its token. Absent in tests
+   * of one driver.
+   */
+  readonly forgetAgent?: () => Promise<void>;
   /** Aborted when the conductor gives up on the task (stop, lock lost); long waits end early. */
   readonly signal?: AbortSignal;
 }

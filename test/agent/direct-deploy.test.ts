@@ -66,14 +66,24 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
     await new Promise<void>((resolve) => imageServer.listen(0, '127.0.0.1', resolve));
     imageUrl = `http://127.0.0.1:${(imageServer.address() as { port: number }).port}/images/disk.raw`;
 
+    fake = new FakeHardwareState();
+    await startApi();
+  });
+
+  /** The API and the node's owner in this process; `fastTrack` turns on `[deploy] fast_track`. */
+  async function startApi(fastTrack = false): Promise<void> {
     const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
     const logger = createLogger({ level: 'warn', pretty: false });
-    fake = new FakeHardwareState();
     // The boot files are fake here, so the URL the deploy ramdisk would get only has to be set.
-    const drivers = createDriverRegistry({ fakeState: fake, agentApiUrl: 'http://api.invalid:6385', agentClient: { timeoutSeconds: 10, attempts: 1 } });
+    const drivers = createDriverRegistry({
+      fakeState: fake,
+      agentApiUrl: 'http://api.invalid:6385',
+      agentClient: { timeoutSeconds: 10, attempts: 1 },
+      ...(fastTrack ? { fastTrack: { enabled: true, timeoutSeconds: 300 } } : {}),
+    });
     ({ app, ops } = await startInProcessApi(db.store, config, logger, drivers));
     apiUrl = await app.listen({ host: '127.0.0.1', port: 0 });
-  });
+  }
 
   afterEach(async () => {
     await Promise.all(agents.splice(0).map((a) => a.stop()));
@@ -186,9 +196,9 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
 
   it('refuses commands without the token or its digest, before reading the body', async () => {
     const uuid = await availableNode({ image_source: imageUrl, image_os_hash_algo: 'sha256', image_os_hash_value: sha256(image), root_device: { name: 'vda' } });
-    // An agent state in which heartbeats give the agent no work (cleaning is #18's), so that the
+    // An agent state in which heartbeats give the agent no work (rescue is #18's), so that the
     // agent is idle when the commands below arrive (an agent running a command answers 409).
-    await db.store.db.updateTable('nodes').set({ provision_state: 'clean wait', target_provision_state: 'available' }).where('uuid', '=', uuid).execute();
+    await db.store.db.updateTable('nodes').set({ provision_state: 'rescue wait', target_provision_state: 'rescue' }).where('uuid', '=', uuid).execute();
     const agent = startAgent();
     const end = Date.now() + 10_000;
     while (agent.heartbeats === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
@@ -201,5 +211,78 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
     const ok = await post(digest);
     expect(ok.status).toBe(200);
     expect(await ok.json()).toMatchObject({ command_name: 'sync', command_status: 'SUCCEEDED' });
+  });
+
+  async function provisionAction(uuid: string, target: string): Promise<void> {
+    const res = await app.inject({ method: 'PUT', url: `/v1/nodes/${uuid}/states/provision`, headers: LATEST, payload: { target } });
+    expect(res.statusCode, res.body).toBe(202);
+  }
+
+  const internalOf = (node: Awaited<ReturnType<typeof row>>): Record<string, unknown> =>
+    typeof node.driver_internal_info === 'string' ? JSON.parse(node.driver_internal_info) : (node.driver_internal_info as Record<string, unknown>);
+
+  it('undeploy cleans the disk through a newly booted agent: partition table and signatures at both ends gone, the rest kept, the node off and available', async () => {
+    const uuid = await availableNode({ image_source: imageUrl, image_os_hash_algo: 'sha256', image_os_hash_value: sha256(image), root_device: { name: '/dev/vda' } });
+    await deploy(uuid);
+    await until(uuid, ['wait call-back']);
+    const first = startAgent();
+    expect((await until(uuid, ['active', 'deploy failed'])).provision_state).toBe('active');
+    // The machine boots its OS: the deploy agent is gone.
+    await first.stop();
+
+    await provisionAction(uuid, 'deleted');
+    const waiting = await until(uuid, ['clean wait', 'clean failed', 'available']);
+    expect(waiting.provision_state, waiting.last_error ?? '').toBe('clean wait');
+    // Cleaning booted the deploy ramdisk, as a deploy does.
+    expect(fake.peek(uuid)).toMatchObject({ power: 'power on', bootDevice: 'pxe', persistent: false, prepared: 'ramdisk' });
+    startAgent();
+    const done = await until(uuid, ['available', 'clean failed']);
+    expect(done.provision_state, done.last_error ?? '').toBe('available');
+
+    const disk = await readFile(join(root, 'dev', 'vda'));
+    // The MBR (and anything else in the first MiB) and the disk's last MiB are zeroed; between
+    // them the image's bytes are still there: this is the metadata erase, not a full one.
+    expect(disk.subarray(0, MIB).every((b) => b === 0)).toBe(true);
+    expect(disk.subarray(disk.length - MIB).every((b) => b === 0)).toBe(true);
+    expect(disk.subarray(2 * MIB, 3 * MIB).equals(image.subarray(2 * MIB, 3 * MIB))).toBe(true);
+    // Off, its session over, the steps that ran recorded and nothing left of the clean's progress.
+    expect(fake.peek(uuid)).toMatchObject({ power: 'power off', prepared: null });
+    expect(done.power_state).toBe('power off');
+    expect(done.agent_token_hash).toBeNull();
+    const internal = internalOf(done);
+    expect(internal.clean_steps).toEqual([{ interface: 'deploy', step: 'erase_devices_metadata' }]);
+    for (const key of ['clean_step', 'clean_step_index', 'clean_step_done', 'clean_step_state', 'agent_url']) expect(internal).not.toHaveProperty(key);
+    const history = await db.store.db.selectFrom('node_history').select(['event']).where('node_id', '=', done.id).orderBy('id').execute();
+    expect(history.map((h) => h.event)).toEqual(expect.arrayContaining(["cleaning waits for the node's agent to boot and call back", 'clean step deploy.erase_devices_metadata done', 'cleaning → available']));
+  });
+
+  it('fast track: provide cleans through the agent and leaves it up; the deploy then writes through that agent without booting the node again', async () => {
+    await app.close();
+    await db.store.db.deleteFrom('conductors').execute();
+    await startApi(true);
+    const uuid = await availableNode({ image_source: imageUrl, image_os_hash_algo: 'sha256', image_os_hash_value: sha256(image), root_device: { name: '/dev/vda' } });
+    await db.store.db.updateTable('nodes').set({ provision_state: 'manageable' }).where('uuid', '=', uuid).execute();
+    await provisionAction(uuid, 'provide');
+    await until(uuid, ['clean wait']);
+    const agent = startAgent();
+    const cleaned = await until(uuid, ['available', 'clean failed']);
+    expect(cleaned.provision_state, cleaned.last_error ?? '').toBe('available');
+    // The node stays up running its agent, whose session the node keeps.
+    expect(fake.peek(uuid)).toMatchObject({ power: 'power on' });
+    expect(cleaned.power_state).toBe('power on');
+    expect(cleaned.agent_token_hash).not.toBeNull();
+    expect(internalOf(cleaned).agent_url).toBe(agent.url);
+    const powerOns = fake.peek(uuid)!.powerOns;
+
+    await deploy(uuid);
+    const done = await until(uuid, ['active', 'deploy failed']);
+    expect(done.provision_state, done.last_error ?? '').toBe('active');
+    const disk = await readFile(join(root, 'dev', 'vda'));
+    expect(sha256(disk.subarray(0, image.length))).toBe(sha256(image));
+    // One power-on: the boot into the instance. The deploy ramdisk was not booted again (without
+    // fast track: two), and the same agent, looked up once, did the write.
+    expect(fake.peek(uuid)!.powerOns).toBe(powerOns + 1);
+    expect(agent.lookups).toBe(1);
+    expect(done.agent_token_hash).toBeNull();
   });
 });

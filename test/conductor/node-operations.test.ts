@@ -11,7 +11,7 @@ import { TaskTracker } from '../../src/cluster/task.js';
 import { Conflict } from '../../src/common/errors.js';
 import { createLogger } from '../../src/common/logger.js';
 import { NodeOperations } from '../../src/conductor/node-operations.js';
-import { createDriverRegistry } from '../../src/drivers/index.js';
+import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
@@ -74,6 +74,42 @@ describe.each(engines)('node operations in process on %s', (engine) => {
       const after = await db.store.db.selectFrom('nodes').select(['provision_state', 'agent_token_hash', 'driver_internal_info']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
       expect(after).toEqual({ provision_state: 'clean failed', agent_token_hash: null, driver_internal_info: { agent_last_heartbeat: 't' } });
     }
+  });
+
+  it('automated cleaning of a direct node boots its agent and waits in clean wait; with [conductor] automated_clean off it runs nothing and says so', async () => {
+    const fake = new FakeHardwareState();
+    const withDrivers = (automatedClean: boolean) =>
+      new NodeOperations({
+        store: db.store,
+        host: 'c1',
+        tracker: new TaskTracker(),
+        drivers: createDriverRegistry({ fakeState: fake, agentApiUrl: 'http://api.example:6385' }),
+        logger: createLogger({ level: 'silent', pretty: false }),
+        retry: { attempts: 1, intervalMs: 10 },
+        automatedClean,
+      });
+    const on = withDrivers(true);
+    const cleaned = await addNode({ provision_state: 'manageable', deploy_interface: 'direct' });
+    await on.provision(cleaned, 'provide');
+    await Promise.allSettled([...on.running]);
+    expect(await row(cleaned)).toMatchObject({ provision_state: 'clean wait', target_provision_state: 'available', last_error: null });
+    expect(fake.peek(cleaned)).toMatchObject({ power: 'power on', prepared: 'ramdisk', bootDevice: 'pxe' });
+    const internal = (await db.store.db.selectFrom('nodes').select('driver_internal_info').where('uuid', '=', cleaned).executeTakeFirstOrThrow()).driver_internal_info;
+    expect(internal).toMatchObject({ clean_steps: [{ interface: 'deploy', step: 'erase_devices_metadata' }], clean_step_index: 0 });
+
+    // An abort tears the clean down: off, the ramdisk's files gone, last_error says who stopped it.
+    await on.provision(cleaned, 'abort');
+    await Promise.allSettled([...on.running]);
+    expect(await row(cleaned)).toMatchObject({ provision_state: 'clean failed', last_error: 'By request, the clean operation was aborted' });
+    expect(fake.peek(cleaned)).toMatchObject({ power: 'power off', prepared: null });
+
+    const off = withDrivers(false);
+    const skipped = await addNode({ provision_state: 'manageable', deploy_interface: 'direct' });
+    await off.provision(skipped, 'provide');
+    await Promise.allSettled([...off.running]);
+    expect(await row(skipped)).toMatchObject({ provision_state: 'available', last_error: null });
+    expect(fake.peek(skipped)?.powerOns ?? 0).toBe(0);
+    expect(await history(skipped)).toContain('automated cleaning is disabled ([conductor] automated_clean = false); nothing was run');
   });
 
   it('undeploys an active node to available; affinity is not claimed for a node that no longer boots from here', async () => {

@@ -42,10 +42,28 @@ async function scriptedAgent(answer: (req: Seen) => { status: number; body: unkn
 
 const result = (status: string, extra: Record<string, unknown> = {}) => ({ id: 'cmd-1', command_name: 'standby.prepare_image', command_params: {}, command_status: status, command_error: null, command_result: null, ...extra });
 
-function task(fields: { instance_info?: Record<string, unknown>; driver_internal_info?: Record<string, unknown>; properties?: Record<string, unknown> } = {}, apiUrl: string | null = 'http://api.example:6385', fake = new FakeHardwareState(), images?: InstanceImagePort): DriverTask {
-  const registry = createDriverRegistry({ fakeState: fake, agentApiUrl: apiUrl, agentClient: { timeoutSeconds: 5, attempts: 1 }, ...(images ? { instanceImages: images } : {}) });
-  const node = makeNode({ deploy_interface: 'direct', provision_state: 'wait call-back', instance_info: { ...IMAGE, ...fields.instance_info }, properties: fields.properties ?? {}, driver_internal_info: fields.driver_internal_info ?? {} });
-  return registry.bind({ node, ports: PORTS, logger: silentLogger, agentToken: TOKEN });
+interface TaskFields {
+  instance_info?: Record<string, unknown>;
+  driver_internal_info?: Record<string, unknown>;
+  properties?: Record<string, unknown>;
+  provision_state?: string;
+  /** `[deploy] fast_track` on, with its timeout. */
+  fastTrack?: boolean;
+  /** Counts the calls of the task's `forgetAgent`. */
+  forgot?: { count: number };
+}
+
+function task(fields: TaskFields = {}, apiUrl: string | null = 'http://api.example:6385', fake = new FakeHardwareState(), images?: InstanceImagePort): DriverTask {
+  const registry = createDriverRegistry({
+    fakeState: fake,
+    agentApiUrl: apiUrl,
+    agentClient: { timeoutSeconds: 5, attempts: 1 },
+    ...(images ? { instanceImages: images } : {}),
+    ...(fields.fastTrack ? { fastTrack: { enabled: true, timeoutSeconds: 300 } } : {}),
+  });
+  const node = makeNode({ deploy_interface: 'direct', provision_state: fields.provision_state ?? 'wait call-back', instance_info: { ...IMAGE, ...fields.instance_info }, properties: fields.properties ?? {}, driver_internal_info: fields.driver_internal_info ?? {} });
+  const forgot = fields.forgot;
+  return registry.bind({ node, ports: PORTS, logger: silentLogger, agentToken: TOKEN, ...(forgot ? { forgetAgent: async () => void forgot.count++ } : {}) });
 }
 
 describe('direct deploy: validate', () => {
@@ -222,5 +240,117 @@ describe('direct deploy: heartbeats', () => {
       expect(await written.driver.deploy.deploy(written)).toBe('done');
       expect(images.calls).toContainEqual({ released: written.node.uuid });
     });
+  });
+
+  describe('cleaning through the agent', () => {
+    const STEP = { interface: 'deploy', step: 'erase_devices_metadata' };
+    const cleanResult = (status: string, extra: Record<string, unknown> = {}) => ({ ...result(status), id: 'clean-1', command_name: 'clean.execute_clean_step', ...extra });
+
+    it('offers the agent\'s metadata erase at priority 99, or the configured one', () => {
+      const t = task();
+      expect(t.driver.deploy.getCleanSteps!(t)).toEqual([expect.objectContaining({ ...STEP, priority: 99 })]);
+      const registry = createDriverRegistry({ agentApiUrl: 'http://api.example:6385', eraseMetadataPriority: 0 });
+      const zero = registry.bind({ node: makeNode({ deploy_interface: 'direct' }), ports: PORTS, logger: silentLogger });
+      expect(zero.driver.deploy.getCleanSteps!(zero)[0]!.priority).toBe(0);
+    });
+
+    it('boots the deploy ramdisk for cleaning, ending any earlier agent session first', async () => {
+      const fake = new FakeHardwareState();
+      const forgot = { count: 0 };
+      const t = task({ provision_state: 'cleaning', forgot }, 'http://api.example:6385', fake);
+      expect(await t.driver.deploy.prepareCleaning!(t)).toBe('wait');
+      expect(forgot.count).toBe(1);
+      expect(fake.peek(t.node.uuid)).toMatchObject({ prepared: 'ramdisk', bootDevice: 'pxe', persistent: false, power: 'power on' });
+    });
+
+    it('sends the step to the agent without waiting; refuses to run it with no agent', async () => {
+      script = () => ({ status: 200, body: cleanResult('RUNNING') });
+      const t = task({ provision_state: 'cleaning', driver_internal_info: { agent_url: agent.url } });
+      expect(await t.driver.deploy.executeCleanStep!(t, STEP)).toEqual({ kind: 'wait', state: { command: 'clean-1' } });
+      expect(agent.seen[0]!.url).toBe(`/v1/commands/?wait=false&agent_token=${TOKEN}`);
+      expect(agent.seen[0]!.body).toMatchObject({ name: 'clean.execute_clean_step', params: { step: { ...STEP, priority: 99 }, node: { uuid: t.node.uuid } } });
+      const none = task({ provision_state: 'cleaning' });
+      await expect(none.driver.deploy.executeCleanStep!(none, STEP)).rejects.toThrow("the node's agent has not called back");
+      script = () => ({ status: 200, body: cleanResult('FAILED', { command_error: { type: 'BlockDeviceEraseError', message: 'no disk to erase', details: '' } }) });
+      await expect(t.driver.deploy.executeCleanStep!(t, STEP)).rejects.toThrow('on the node: BlockDeviceEraseError: no disk to erase');
+    });
+
+    it('heartbeats in clean wait: the agent up resumes the clean; its step running waits, ended resumes past it, failed fails it', async () => {
+      const contact = { url: '', version: '10.0.0' };
+      const at = (internal: Record<string, unknown>) => task({ provision_state: 'clean wait', driver_internal_info: internal });
+      // Not a clean this conductor started (no index): nothing to do.
+      expect(await at({}).driver.deploy.heartbeat(at({}), { ...contact, url: agent.url })).toEqual({ kind: 'wait' });
+      const up = at({ clean_step_index: 0, clean_steps: [STEP] });
+      expect(await up.driver.deploy.heartbeat(up, { ...contact, url: agent.url })).toEqual({ kind: 'resume' });
+      expect(agent.seen).toHaveLength(0);
+
+      const running = at({ clean_step_index: 0, clean_steps: [STEP], clean_step: STEP, clean_step_state: { command: 'clean-1' } });
+      script = () => ({ status: 200, body: cleanResult('RUNNING') });
+      expect(await running.driver.deploy.heartbeat(running, { ...contact, url: agent.url })).toEqual({ kind: 'wait' });
+      expect(agent.seen[0]!.url).toBe(`/v1/commands/clean-1?agent_token=${TOKEN}`);
+      script = () => ({ status: 200, body: cleanResult('SUCCEEDED') });
+      expect(await running.driver.deploy.heartbeat(running, { ...contact, url: agent.url })).toEqual({ kind: 'resume', internal: { clean_step_done: true } });
+      script = () => ({ status: 200, body: cleanResult('FAILED', { command_error: { type: 'BlockDeviceEraseError', message: 'erasing the metadata failed on /dev/vda: EIO', details: '' } }) });
+      expect(await running.driver.deploy.heartbeat(running, { ...contact, url: agent.url })).toEqual({
+        kind: 'fail',
+        error: 'clean step deploy.erase_devices_metadata failed on the node: BlockDeviceEraseError: erasing the metadata failed on /dev/vda: EIO',
+      });
+      script = () => ({ status: 404, body: { faultstring: 'no such command' } });
+      expect(await running.driver.deploy.heartbeat(running, { ...contact, url: agent.url })).toMatchObject({ kind: 'fail', error: expect.stringContaining('no longer knows its command clean-1') });
+    });
+
+    it('after the steps: powers the node off and removes its ramdisk files; with fast track the agent stays up', async () => {
+      const fake = new FakeHardwareState();
+      const t = task({ provision_state: 'cleaning', driver_internal_info: { agent_url: agent.url } }, 'http://api.example:6385', fake);
+      fake.machine(t.node).power = 'power on';
+      fake.machine(t.node).prepared = 'ramdisk';
+      expect(await t.driver.deploy.tearDownCleaning!(t)).toEqual({ keepAgent: false });
+      expect(fake.peek(t.node.uuid)).toMatchObject({ power: 'power off', prepared: null });
+      const fast = task({ provision_state: 'cleaning', driver_internal_info: { agent_url: agent.url }, fastTrack: true }, 'http://api.example:6385', fake);
+      fake.machine(fast.node).power = 'power on';
+      expect(await fast.driver.deploy.tearDownCleaning!(fast)).toEqual({ keepAgent: true });
+      expect(fake.peek(fast.node.uuid)).toMatchObject({ power: 'power on' });
+    });
+  });
+});
+
+describe('direct deploy: fast track', () => {
+  let agent: Awaited<ReturnType<typeof scriptedAgent>>;
+  beforeEach(async () => {
+    agent = await scriptedAgent((req) => (req.method === 'GET' ? { status: 200, body: { commands: [] } } : { status: 200, body: result('RUNNING') }));
+  });
+  afterEach(async () => {
+    await agent.close();
+  });
+  const session = (ageSeconds: number) => ({ agent_url: agent.url, agent_last_heartbeat: new Date(Date.now() - ageSeconds * 1000).toISOString() });
+
+  it('an agent that heartbeated lately and answers gets the image at once: no power action, no new boot files', async () => {
+    const fake = new FakeHardwareState();
+    const forgot = { count: 0 };
+    const t = task({ provision_state: 'deploying', driver_internal_info: session(30), fastTrack: true, forgot }, 'http://api.example:6385', fake);
+    fake.machine(t.node).power = 'power on';
+    const before = fake.peek(t.node.uuid);
+    expect(await t.driver.deploy.deploy(t)).toEqual({ outcome: 'wait', internal: { [DIRECT_DEPLOY_KEY]: { phase: 'writing', command: 'cmd-1' }, deploy_step: WRITE_IMAGE_STEP } });
+    expect(agent.seen.map((r) => `${r.method} ${r.url.split('?')[0]}`)).toEqual(['GET /v1/commands/', 'POST /v1/commands/']);
+    expect(fake.peek(t.node.uuid)).toEqual(before);
+    expect(forgot.count).toBe(0);
+  });
+
+  it.each([
+    ['fast track off', { fastTrack: false, age: 30, power: 'power on', up: true }],
+    ['a heartbeat older than fast_track_timeout', { fastTrack: true, age: 301, power: 'power on', up: true }],
+    ['the node powered off', { fastTrack: true, age: 30, power: 'power off', up: true }],
+    ['an agent that does not answer', { fastTrack: true, age: 30, power: 'power on', up: false }],
+  ])('boots the ramdisk as usual with %s, ending the old session', async (_name, c) => {
+    if (!c.up) await agent.close();
+    const fake = new FakeHardwareState();
+    const forgot = { count: 0 };
+    const t = task({ provision_state: 'deploying', driver_internal_info: session(c.age), fastTrack: c.fastTrack, forgot }, 'http://api.example:6385', fake);
+    fake.machine(t.node).power = c.power as 'power on' | 'power off';
+    expect(await t.driver.deploy.deploy(t)).toBe('wait');
+    expect(forgot.count).toBe(1);
+    expect(agent.seen.filter((r) => r.method === 'POST')).toHaveLength(0);
+    expect(fake.peek(t.node.uuid)).toMatchObject({ prepared: 'ramdisk', bootDevice: 'pxe', power: 'power on' });
+    if (!c.up) agent = await scriptedAgent(() => ({ status: 500, body: {} }));
   });
 });

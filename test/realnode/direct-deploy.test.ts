@@ -19,7 +19,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { execFile, spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -54,7 +54,9 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
   beforeAll(async () => {
     ramdisk = deployRamdiskAsset();
     lab = await openLab();
-    await lab.addConductor('c1', 11);
+    // Automated cleaning would boot the agent at every provide; the deploy scenarios leave it off,
+    // and the fast-track scenario turns it on (the default, as Ironic's).
+    await lab.addConductor('c1', 11, { env: { IRONRING_CONDUCTOR_AUTOMATED_CLEAN: 'false' } });
   }, 600_000);
   afterEach((ctx) => {
     if (ctx.task.result?.state === 'fail') console.log(`real-node diagnostics after "${ctx.task.name}":\n${lab.diagnostics()}`);
@@ -82,8 +84,11 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
   }
   const readStart = (file: string, bytes: number): Buffer => readAt(file, 0, bytes);
 
-  /** Enrolls `machine` as an ipmi node with the direct deploy and ironring's deploy ramdisk; to available. */
-  async function enrollDirect(machine: LabMachine, bootMode: 'bios' | 'uefi' = 'bios'): Promise<string> {
+  /**
+   * Enrolls `machine` as an ipmi node with the direct deploy and ironring's deploy ramdisk; to
+   * available (`provide` false: to manageable).
+   */
+  async function enrollDirect(machine: LabMachine, bootMode: 'bios' | 'uefi' = 'bios', provide = true): Promise<string> {
     const uuid = await enrollMachine(lab.app, machine, lab.network.hostAddress, lab.assets, {
       bootInterface: 'ipxe',
       bootMode,
@@ -91,7 +96,11 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
       deployImages: { kernel: ramdisk.kernel, ramdisk: ramdisk.initramfs },
       deployKernelParams: 'console=ttyS0 panic=-1',
     });
-    await makeAvailable(lab.app, uuid, STATE_TIMEOUT_MS);
+    if (provide) await makeAvailable(lab.app, uuid, STATE_TIMEOUT_MS);
+    else {
+      await provision(lab.app, uuid, 'manage');
+      await waitForProvisionState(lab.app, uuid, 'manageable', STATE_TIMEOUT_MS);
+    }
     return uuid;
   }
 
@@ -239,6 +248,87 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     expect(table['efi system partition uuid']).toBe(table.partitions[0]!.uuid);
     expect(table.partitions[1]!.start + table.partitions[1]!.size).toBeLessThanOrEqual(DISK_BYTES);
     await machine.bmc.stop();
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('cleaning and fast track: provide erases the last user\'s disk metadata through the agent, which stays up; the deploy writes through it without a reboot; undeploy boots the agent again to clean', async () => {
+    // The conductor with Ironic's automated cleaning and fast track on.
+    const c1 = lab.conductors[0]!;
+    const env = c1.env;
+    await lab.stopConductor(c1);
+    c1.env = { ...env, IRONRING_CONDUCTOR_AUTOMATED_CLEAN: 'true', IRONRING_DEPLOY_FAST_TRACK: 'true' };
+    await lab.startConductor(c1);
+    try {
+      // The last user's disk: a boot sector at its start, data in the middle, and a signature in
+      // the last MiB (where a backup GPT or an md 1.0 superblock would be).
+      const disk = blankDisk('direct-fast');
+      const MIB = 1024 * 1024;
+      const fd = openSync(disk, 'r+');
+      writeSync(fd, markerDiskImage('last-user'), 0, undefined, 0);
+      writeSync(fd, Buffer.alloc(MIB, 0x5a), 0, MIB, 32 * MIB);
+      writeSync(fd, Buffer.alloc(4096, 0xa5), 0, 4096, DISK_BYTES - 8192);
+      closeSync(fd);
+      const machine = await lab.addMachine('direct-fast', 'bios', { disks: [disk], memoryMiB: 1024 });
+      const uuid = await enrollDirect(machine, 'bios', false);
+      machine.vm.clearLog();
+      let started = Date.now();
+      await provision(lab.app, uuid, 'provide');
+      await waitForProvisionState(lab.app, uuid, 'available', DEPLOY_TIMEOUT_MS);
+      console.log(`real node ${machine.name}: provide → available (agent booted, metadata erased) in ${Date.now() - started} ms`);
+      // Both ends zeroed, the middle kept (metadata erase, not a full one); the VM still up.
+      expect(readStart(disk, MIB).every((b) => b === 0)).toBe(true);
+      expect(readAt(disk, DISK_BYTES - MIB, MIB).every((b) => b === 0)).toBe(true);
+      expect(readAt(disk, 32 * MIB, MIB).every((b) => b === 0x5a)).toBe(true);
+      expect(await nodeStates(lab.app, uuid)).toMatchObject({ provision_state: 'available', power_state: 'power on', last_error: null });
+
+      // Deploy with fast track: the agent still running gets the image; no ramdisk boot.
+      const token = randomBytes(6).toString('hex');
+      const image = markerDiskImage(token);
+      const imageFile = path.join(lab.network.slot.dir, `image-${token}.raw`);
+      writeFileSync(imageFile, image);
+      await setImage(uuid, imageFile, sha256(image));
+      const bmcBefore = machine.bmc.events.length;
+      machine.vm.clearLog();
+      started = Date.now();
+      await provision(lab.app, uuid, 'active');
+      await waitForProvisionState(lab.app, uuid, 'active', DEPLOY_TIMEOUT_MS);
+      const fast = await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+      const fastMs = Date.now() - started;
+      // The BMC saw one start of the VM (the boot from its disk) and no network boot asked for.
+      const vmStarts = (from: number) => machine.bmc.events.slice(from).filter((e) => e.startsWith('VM started ')).length;
+      expect(machine.bmc.events.slice(bmcBefore)).not.toContain('BOOTDEV network once');
+      expect(vmStarts(bmcBefore)).toBe(1);
+      expect(readStart(disk, image.length).subarray(0, 446).equals(image.subarray(0, 446))).toBe(true);
+
+      // Undeploy: the OS runs, not the agent, so cleaning boots it again; the image's MBR goes.
+      started = Date.now();
+      await provision(lab.app, uuid, 'deleted');
+      await waitForProvisionState(lab.app, uuid, 'available', DEPLOY_TIMEOUT_MS);
+      console.log(`real node ${machine.name}: undeploy → available (agent booted, metadata erased) in ${Date.now() - started} ms`);
+      expect(readStart(disk, MIB).every((b) => b === 0)).toBe(true);
+
+      // The same deploy without fast track, for the comparison: powered off, the agent is gone,
+      // so the deploy boots the ramdisk first. (Undeploy cleared instance_info, as Ironic does.)
+      await setImage(uuid, imageFile, sha256(image));
+      const off = await api(lab.app, 'PUT', `/v1/nodes/${uuid}/states/power`, { target: 'power off' });
+      expect(off.status, off.body).toBe(202);
+      await waitUntil(async () => (await nodeStates(lab.app, uuid)).power_state === 'power off', STATE_TIMEOUT_MS, 'the node to power off');
+      const bmcSlow = machine.bmc.events.length;
+      machine.vm.clearLog();
+      started = Date.now();
+      await provision(lab.app, uuid, 'active');
+      await waitForProvisionState(lab.app, uuid, 'active', DEPLOY_TIMEOUT_MS);
+      await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+      const slowMs = Date.now() - started;
+      // Two starts this time: the deploy ramdisk from the network, then the disk.
+      expect(machine.bmc.events.slice(bmcSlow)).toContain('BOOTDEV network once');
+      expect(vmStarts(bmcSlow)).toBe(2);
+      console.log(`real node ${machine.name}: deploy → disk-booted marker ${fastMs} ms with fast track (marker ${fast.ms} ms), ${slowMs} ms booting the agent first`);
+      await machine.bmc.stop();
+    } finally {
+      await lab.stopConductor(c1);
+      c1.env = env;
+      await lab.startConductor(c1);
+    }
   }, SCENARIO_TIMEOUT_MS);
 
   it('a deploy whose owner stops gracefully during the image write completes under the new owner', async () => {

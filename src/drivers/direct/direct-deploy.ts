@@ -22,7 +22,8 @@ import { AgentClient } from '../../agent/agent-client.js';
 import type { AgentEndpoint } from '../../agent/agent-client.js';
 import { buildConfigDrive, checkConfigDriveSpec } from '../../boot/config-drive-iso.js';
 import { bootNeed } from '../../nodes/state-machine.js';
-import type { AgentContact, AgentProgress, DeployInterface, DeployOutcome } from '../deploy.js';
+import type { CleanStep, CleanStepRequest, CleanStepWait } from '../clean-steps.js';
+import type { AgentContact, AgentProgress, DeployInterface, DeployOutcome, DeployWait } from '../deploy.js';
 import { InvalidParameterValue } from '../errors.js';
 import { optionalString } from '../fields.js';
 import type { DriverTask } from '../task.js';
@@ -64,7 +65,20 @@ export interface DirectDeployOptions {
   client?: AgentClient;
   /** Converts and serves qcow2 images; absent (no HTTP boot server here): qcow2 is refused. */
   images?: InstanceImagePort;
+  /**
+   * Ironic's `[deploy] fast_track`: an agent that heartbeated within `timeoutSeconds`, on a node
+   * powered on, that answers a short probe, is used without booting the node again, and cleaning
+   * leaves the node up with its agent. Default off.
+   */
+  fastTrack?: { enabled: boolean; timeoutSeconds: number };
+  /** Priority of the `erase_devices_metadata` clean step (`[deploy] erase_devices_metadata_priority`); default 99. */
+  eraseMetadataPriority?: number;
+  /** The client of fast track's probe: short, one attempt (default 5 s). */
+  probeClient?: AgentClient;
 }
+
+/** The agent's (IPA's) metadata erase, the direct deploy's clean step. */
+export const ERASE_METADATA_STEP = 'erase_devices_metadata';
 
 function stateOf(task: DriverTask): DirectDeployState | null {
   const value = task.node.driver_internal_info?.[DIRECT_DEPLOY_KEY];
@@ -76,9 +90,11 @@ function stateOf(task: DriverTask): DirectDeployState | null {
 
 export class DirectDeploy implements DeployInterface {
   private readonly client: AgentClient;
+  private readonly probe: AgentClient;
 
   constructor(private readonly options: DirectDeployOptions) {
     this.client = options.client ?? new AgentClient();
+    this.probe = options.probeClient ?? new AgentClient({ timeoutSeconds: 5, attempts: 1 });
   }
 
   async validate(task: DriverTask): Promise<void> {
@@ -93,51 +109,121 @@ export class DirectDeploy implements DeployInterface {
     this.imageSource(task);
   }
 
-  async deploy(task: DriverTask): Promise<DeployOutcome> {
+  async deploy(task: DriverTask): Promise<DeployOutcome | DeployWait> {
     const state = stateOf(task);
     if (state?.phase === 'written') return this.bootInstance(task);
     // A qcow2 image converts while the deploy ramdisk boots.
     const source = this.imageSource(task);
     if (source.format !== 'raw') this.stage(task, source, true);
+    const agent = await this.agentUp(task);
+    if (agent !== null) {
+      // Fast track: the agent left up by cleaning gets the image now, as its heartbeat would.
+      task.logger.info({ agent: agent.url }, 'fast track: the node\'s agent is up; deploying without booting it again');
+      const progress = await this.startWrite(task, agent);
+      if (progress.kind === 'fail') throw new Error(progress.error);
+      return { outcome: 'wait', internal: progress.internal ?? {} };
+    }
+    await this.bootRamdisk(task);
+    return 'wait';
+  }
+
+  /**
+   * Boots the deploy ramdisk: its boot files with `ipa-api-url`, the network once, power on (or
+   * reboot). The session of an agent that ran before ends first, so the new one can look up.
+   */
+  private async bootRamdisk(task: DriverTask): Promise<void> {
     const { boot, management, power } = task.driver;
+    await task.forgetAgent?.();
     await boot.prepareRamdisk(task, { 'ipa-api-url': this.apiUrl() });
     await management.setBootDevice(task, 'pxe', false);
     if ((await power.getPowerState(task)) === 'power on') await power.reboot(task);
     else await power.setPowerState(task, 'power on');
+  }
+
+  /**
+   * The agent of a fast-track session, when it can be used: fast track on, the session's token and
+   * URL, a heartbeat within `fast_track_timeout` (the database clock's stamp against this host's),
+   * the node powered on, and the agent answering a short probe. Null otherwise: the node boots.
+   */
+  private async agentUp(task: DriverTask): Promise<AgentEndpoint | null> {
+    const fast = this.options.fastTrack;
+    if (fast?.enabled !== true || !task.agentToken) return null;
+    const internal = task.node.driver_internal_info ?? {};
+    const url = internal.agent_url;
+    const last = typeof internal.agent_last_heartbeat === 'string' ? Date.parse(internal.agent_last_heartbeat) : Number.NaN;
+    if (typeof url !== 'string' || !(Date.now() - last <= fast.timeoutSeconds * 1000)) return null;
+    if ((await task.driver.power.getPowerState(task)) !== 'power on') return null;
+    const endpoint = { url, token: task.agentToken };
+    try {
+      await this.probe.commands(endpoint, task.signal);
+    } catch (err) {
+      task.logger.info({ agent: url, err: (err as Error).message }, 'fast track: the agent does not answer; booting the node');
+      return null;
+    }
+    return endpoint;
+  }
+
+  /** The clean step the agent runs: the metadata erase, at `[deploy] erase_devices_metadata_priority`. */
+  getCleanSteps(): readonly CleanStep[] {
+    return [
+      {
+        interface: 'deploy',
+        step: ERASE_METADATA_STEP,
+        priority: this.options.eraseMetadataPriority ?? 99,
+        description: "The deploy agent zeroes each disk's partition tables and file-system, RAID and LVM signatures (the first and last MiB of every disk and partition).",
+      },
+    ];
+  }
+
+  /** Cleaning runs in the agent: boots it (or, with fast track, uses the one up). */
+  async prepareCleaning(task: DriverTask): Promise<'ready' | 'wait'> {
+    if ((await this.agentUp(task)) !== null) return 'ready';
+    await this.bootRamdisk(task);
     return 'wait';
+  }
+
+  /** Sends the step to the agent; the heartbeat that follows its end moves the clean on. */
+  async executeCleanStep(task: DriverTask, step: CleanStepRequest): Promise<CleanStepWait | undefined> {
+    const url = task.node.driver_internal_info?.agent_url;
+    if (typeof url !== 'string' || !task.agentToken) throw new Error("the node's agent has not called back, so there is no agent to run it");
+    const params = {
+      step: { interface: step.interface, step: step.step, args: step.args ?? {}, priority: this.getCleanSteps().find((s) => s.step === step.step)?.priority ?? 0, reboot_requested: false, abortable: false },
+      node: { uuid: task.node.uuid, driver_internal_info: {} },
+      ports: task.ports.map((p) => ({ address: p.address })),
+      clean_version: { generic_hardware_manager: '1.2' },
+    };
+    let started;
+    try {
+      started = await this.client.run({ url, token: task.agentToken }, 'clean.execute_clean_step', params, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
+    } catch (err) {
+      throw new Error(`the agent did not take clean.execute_clean_step: ${(err as Error).message}`, { cause: err });
+    }
+    switch (started.command_status) {
+      case 'FAILED':
+        throw new Error(`on the node: ${commandMessage(started)}`);
+      case 'SUCCEEDED':
+        return undefined;
+      case 'RUNNING':
+        return { kind: 'wait', state: { command: started.id } };
+    }
+  }
+
+  /**
+   * After the last clean step: the node powers off and its ramdisk's boot files go (Ironic's
+   * `tear_down_cleaning`); with fast track it stays up running the agent, for the deploy to use.
+   */
+  async tearDownCleaning(task: DriverTask): Promise<{ keepAgent: boolean }> {
+    await task.driver.boot.cleanUpRamdisk(task);
+    if (this.options.fastTrack?.enabled === true && typeof task.node.driver_internal_info?.agent_url === 'string' && task.agentToken) return { keepAgent: true };
+    await task.driver.power.setPowerState(task, 'power off');
+    return { keepAgent: false };
   }
 
   async heartbeat(task: DriverTask, agent: AgentContact): Promise<AgentProgress> {
     const endpoint = this.endpoint(task, agent);
+    if (task.node.provision_state === 'clean wait') return this.cleanHeartbeat(task, endpoint);
     const state = stateOf(task);
-    if (state === null) {
-      const source = this.imageSource(task);
-      let staged: StagedRawImage | undefined;
-      if (source.format !== 'raw') {
-        const status = this.stage(task, source);
-        if (status.state === 'staging') return { kind: 'wait' };
-        if (status.state === 'failed') return { kind: 'fail', error: `write_image: the conductor could not convert the ${source.format} image: ${status.error}` };
-        staged = status.image;
-      }
-      const imageInfo = directImageInfo(task, staged);
-      let drive: string | null;
-      try {
-        drive = await configDrive(task);
-      } catch (err) {
-        return { kind: 'fail', error: `write_image: the config drive could not be built: ${(err as Error).message}` };
-      }
-      let started;
-      try {
-        started = await this.client.run(endpoint, 'standby.prepare_image', { image_info: imageInfo, configdrive: drive }, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
-      } catch (err) {
-        return { kind: 'fail', error: `write_image: the agent did not take standby.prepare_image: ${(err as Error).message}` };
-      }
-      if (started.command_status === 'FAILED') return { kind: 'fail', error: `write_image failed on the node: ${commandMessage(started)}` };
-      task.logger.info({ command: started.id, url: imageInfo.urls[0] }, 'the agent is writing the image');
-      const next: DirectDeployState = { phase: 'writing', command: started.id };
-      if (started.command_status === 'SUCCEEDED') return this.written(next, started);
-      return { kind: 'wait', internal: { [DIRECT_DEPLOY_KEY]: next, deploy_step: WRITE_IMAGE_STEP } };
-    }
+    if (state === null) return this.startWrite(task, endpoint);
     if (state.phase === 'written') return { kind: 'resume' };
     let command;
     try {
@@ -154,6 +240,65 @@ export class DirectDeploy implements DeployInterface {
       case 'SUCCEEDED':
         return this.written(state, command);
     }
+  }
+
+  /**
+   * A heartbeat in `clean wait`: the agent booted for a clean (no step sent yet: the clean goes
+   * on), or the clean step it runs (`clean_step_state.command`) ended — or not yet.
+   */
+  private async cleanHeartbeat(task: DriverTask, endpoint: AgentEndpoint): Promise<AgentProgress> {
+    const internal = task.node.driver_internal_info ?? {};
+    if (typeof internal.clean_step_index !== 'number') return { kind: 'wait' };
+    const stepState = internal.clean_step_state;
+    const id = typeof stepState === 'object' && stepState !== null ? (stepState as Record<string, unknown>).command : undefined;
+    if (typeof id !== 'string') return { kind: 'resume' };
+    const step = internal.clean_step as { interface?: unknown; step?: unknown } | undefined;
+    const name = `clean step ${String(step?.interface)}.${String(step?.step)}`;
+    let command;
+    try {
+      command = await this.client.command(endpoint, id, task.signal);
+    } catch (err) {
+      return { kind: 'fail', error: `${name}: could not ask the agent how it went: ${(err as Error).message}` };
+    }
+    if (command === null) return { kind: 'fail', error: `${name}: the agent no longer knows its command ${id} (did it restart?)` };
+    switch (command.command_status) {
+      case 'RUNNING':
+        return { kind: 'wait' };
+      case 'FAILED':
+        return { kind: 'fail', error: `${name} failed on the node: ${commandMessage(command)}` };
+      case 'SUCCEEDED':
+        return { kind: 'resume', internal: { clean_step_done: true } };
+    }
+  }
+
+  /** The write's start: the image (converted first when qcow2) and the config drive to the agent. */
+  private async startWrite(task: DriverTask, endpoint: AgentEndpoint): Promise<AgentProgress> {
+    const source = this.imageSource(task);
+    let staged: StagedRawImage | undefined;
+    if (source.format !== 'raw') {
+      const status = this.stage(task, source);
+      if (status.state === 'staging') return { kind: 'wait' };
+      if (status.state === 'failed') return { kind: 'fail', error: `write_image: the conductor could not convert the ${source.format} image: ${status.error}` };
+      staged = status.image;
+    }
+    const imageInfo = directImageInfo(task, staged);
+    let drive: string | null;
+    try {
+      drive = await configDrive(task);
+    } catch (err) {
+      return { kind: 'fail', error: `write_image: the config drive could not be built: ${(err as Error).message}` };
+    }
+    let started;
+    try {
+      started = await this.client.run(endpoint, 'standby.prepare_image', { image_info: imageInfo, configdrive: drive }, { wait: false, ...(task.signal ? { signal: task.signal } : {}) });
+    } catch (err) {
+      return { kind: 'fail', error: `write_image: the agent did not take standby.prepare_image: ${(err as Error).message}` };
+    }
+    if (started.command_status === 'FAILED') return { kind: 'fail', error: `write_image failed on the node: ${commandMessage(started)}` };
+    task.logger.info({ command: started.id, url: imageInfo.urls[0] }, 'the agent is writing the image');
+    const next: DirectDeployState = { phase: 'writing', command: started.id };
+    if (started.command_status === 'SUCCEEDED') return this.written(next, started);
+    return { kind: 'wait', internal: { [DIRECT_DEPLOY_KEY]: next, deploy_step: WRITE_IMAGE_STEP } };
   }
 
   private written(state: DirectDeployState, command: { command_result: Record<string, unknown> | null }): AgentProgress {
