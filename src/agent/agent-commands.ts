@@ -12,10 +12,12 @@
  */
 import { spawn } from 'node:child_process';
 import { open } from 'node:fs/promises';
+import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { InvalidParameter, IronringError } from '../common/errors.js';
 import { chooseRootDevice, decodeConfigDrive, deviceBytes, eraseDeviceMetadata, getPartitionUuids, scanBlockDevices, writeConfigDrive, writeImage } from './disk/index.js';
 import type { WriteImageOptions, WriteImageResult } from './disk/index.js';
+import { installUefiBootEntry, UefiBootError } from './disk/uefi-boot.js';
 
 /** A command IPA's API knows, and whether it ends after the answer. */
 export interface CommandSpec {
@@ -220,16 +222,34 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   },
   'image.install_bootloader': {
     async: false,
-    run: async (params) => {
-      // Ironic asks this for partition images, and for whole-disk images in UEFI mode (to add a
-      // firmware boot entry for the image's loader). Neither is done yet: refused, never faked.
-      const uefi = params.target_boot_mode === 'uefi';
-      throw new CommandFailed(
-        uefi
-          ? 'this agent does not register UEFI boot entries (NVRAM) yet; a whole-disk image boots without one only from its EFI system partition\'s fallback loader, \\EFI\\BOOT\\BOOTX64.EFI, as ironring\'s own direct deploy relies on'
-          : 'installing a boot loader is for partition images, which this agent does not write; a whole-disk image carries its own',
-        'InvalidCommandError',
-      );
+    run: async (params, context) => {
+      // Ironic asks this for partition images (not written here: refused, never faked), and for
+      // whole-disk images in UEFI mode: a firmware boot entry for the image's loader.
+      if (params.target_boot_mode !== 'uefi') {
+        throw new CommandFailed('installing a boot loader is for partition images, which this agent does not write; a whole-disk image carries its own', 'InvalidCommandError');
+      }
+      if (context.lastDevice === null) throw new CommandFailed('no image has been written yet, so there is no loader to register', 'DeviceNotFound');
+      const device = context.lastDevice.replace(/^\/dev/, context.devRoot);
+      const espUuid = typeof params.efi_system_part_uuid === 'string' && params.efi_system_part_uuid !== '' ? params.efi_system_part_uuid : null;
+      try {
+        const table = await getPartitionUuids(device);
+        const handle = await open(device, 'r');
+        try {
+          const read = async (position: number, length: number) => {
+            const buffer = Buffer.alloc(length);
+            const { bytesRead } = await handle.read(buffer, 0, length, position);
+            if (bytesRead < length) throw new UefiBootError(`${context.lastDevice} ends at byte ${position + bytesRead}`);
+            return buffer;
+          };
+          const entry = await installUefiBootEntry(read, table, espUuid, path.join(context.sysRoot, 'firmware', 'efi', 'efivars'));
+          return `${entry.created ? 'added' : 'kept'} UEFI boot entry ${entry.variable} "${entry.label}" for ${entry.path} on ${context.lastDevice}; BootOrder ${entry.bootOrder.join(',')}`;
+        } finally {
+          await handle.close();
+        }
+      } catch (err) {
+        if (err instanceof CommandFailed) throw err;
+        throw new CommandFailed(`registering the UEFI boot entry failed: ${(err as Error).message}`, 'InstallBootloaderError');
+      }
     },
   },
   'deploy.get_deploy_steps': {

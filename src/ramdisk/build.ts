@@ -27,11 +27,11 @@ export class RamdiskBuildError extends IronringError {}
 
 /**
  * Modules the ramdisk loads when the kernel has them as modules (built-in ones need nothing): what
- * the test VM needs (virtio) and the storage and NICs of common servers. The cloud kernel lacks the
+ * the test VM needs (virtio), efivarfs (UEFI boot entries), and the storage and NICs of common servers. The cloud kernel lacks the
  * physical-hardware ones; a generic kernel (`--kernel-deb`) has them.
  */
 export const RAMDISK_MODULES = [
-  'virtio_pci', 'virtio_net', 'virtio_blk', 'virtio_scsi', 'virtio_rng', 'sd_mod',
+  'virtio_pci', 'virtio_net', 'virtio_blk', 'virtio_scsi', 'virtio_rng', 'sd_mod', 'efivarfs',
   'nvme', 'ahci', 'ata_piix', 'megaraid_sas', 'mpt3sas',
   'e1000', 'e1000e', 'igb', 'ixgbe', 'i40e', 'ice', 'bnxt_en', 'tg3', 'mlx5_core',
 ] as const;
@@ -163,6 +163,8 @@ mount -t tmpfs tmp /tmp
 echo "ironring deploy ramdisk: kernel $(uname -r)"
 # Dependencies come first in /etc/modules; a second pass catches one that was not ready yet.
 for pass in 1 2; do for m in $(cat /etc/modules); do grep -q "^$m " /proc/modules || insmod /lib/modules/$m.ko 2>/dev/null; done; done
+# Booted by UEFI firmware: its variables, where the agent registers the image's boot entry.
+[ -d /sys/firmware/efi/efivars ] && mount -t efivarfs efivarfs /sys/firmware/efi/efivars 2>/dev/null
 ip link set lo up
 for dev in /sys/class/net/*; do n=\${dev##*/}; [ "$n" = lo ] || ip link set "$n" up; done
 got=

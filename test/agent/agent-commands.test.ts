@@ -38,8 +38,9 @@ describe('the agent\'s commands', () => {
   it('refuses the partition-image boot loader and unknown deploy steps, with messages for last_error', async () => {
     const context = {} as never;
     await expect(COMMANDS['image.install_bootloader']!.run({}, context)).rejects.toThrow('a whole-disk image carries its own');
-    await expect(COMMANDS['image.install_bootloader']!.run({ target_boot_mode: 'uefi', efi_system_part_uuid: 'x' }, context)).rejects.toThrow(
-      'this agent does not register UEFI boot entries (NVRAM) yet; a whole-disk image boots without one only from its EFI system partition\'s fallback loader, \\EFI\\BOOT\\BOOTX64.EFI',
+    // UEFI: a boot entry for the loader of the image written (test/agent/disk/uefi-boot.test.ts); none written yet here.
+    await expect(COMMANDS['image.install_bootloader']!.run({ target_boot_mode: 'uefi', efi_system_part_uuid: 'x' }, { lastDevice: null } as never)).rejects.toThrow(
+      'no image has been written yet, so there is no loader to register',
     );
     await expect(COMMANDS['deploy.execute_deploy_step']!.run({ step: { step: 'erase_devices' } }, context)).rejects.toThrow('deploy step "erase_devices" is not one this agent runs');
     expect(await COMMANDS['deploy.get_deploy_steps']!.run({}, context)).toMatchObject({ deploy_steps: { GenericHardwareManager: [{ step: 'write_image', interface: 'deploy' }] } });

@@ -191,6 +191,27 @@ describe('direct deploy: heartbeats', () => {
     expect(fake.peek(t.node.uuid)).toMatchObject({ power: 'power on', bootDevice: 'disk', persistent: true, prepared: 'localboot', powerOns: before + 1 });
   });
 
+  it('after the write in UEFI mode: the ESP from the agent, then install_bootloader naming it, before the sync; an image without an ESP fails', async () => {
+    const ESP = '6a2b3c4d-0000-4000-8000-00000000e5f1';
+    let esp: string | null = ESP;
+    script = (req) => {
+      const name = (req.body as { name: string }).name;
+      const body = name === 'standby.get_partition_uuids' ? { 'root uuid': '0x0', 'efi system partition uuid': esp } : name === 'image.install_bootloader' ? { result: 'added UEFI boot entry Boot0003' } : null;
+      return { status: 200, body: { ...result('SUCCEEDED'), id: `${name}-1`, command_name: name, command_result: body } };
+    };
+    const uefi = { properties: { capabilities: 'boot_mode:uefi' }, driver_internal_info: { [DIRECT_DEPLOY_KEY]: { phase: 'written', command: 'cmd-1' }, agent_url: agent.url } };
+    const fake = new FakeHardwareState();
+    const t = task(uefi, 'http://api.example:6385', fake);
+    expect(await t.driver.deploy.deploy(t)).toBe('done');
+    expect(agent.seen.map((r) => (r.body as { name: string }).name)).toEqual(['standby.get_partition_uuids', 'image.install_bootloader', 'standby.sync']);
+    expect(agent.seen[1]!.body).toMatchObject({ params: { efi_system_part_uuid: ESP, target_boot_mode: 'uefi' } });
+    expect(fake.peek(t.node.uuid)).toMatchObject({ bootDevice: 'disk', persistent: true, power: 'power on' });
+
+    esp = null;
+    const none = task(uefi, 'http://api.example:6385', new FakeHardwareState());
+    await expect(none.driver.deploy.deploy(none)).rejects.toThrow('the image has no EFI system partition');
+  });
+
   describe('a qcow2 image: converted and served by the owning conductor', () => {
     const QCOW = { image_source: 'http://images.example/disk.qcow2', image_disk_format: 'qcow2' };
     const RAW_DIGEST = 'ef'.repeat(32);

@@ -183,7 +183,8 @@ describe.skipIf(!available)('Ironic 21.4 deploys an image through ironring agent
       management_interface: 'noop',
       driver_info: { deploy_forces_oob_reboot: true, deploy_kernel: `${files_}/deploy.kernel`, deploy_ramdisk: `${files_}/deploy.initramfs` },
       // BIOS: Ironic 21.4 defaults to UEFI, where it asks the agent to register the image's boot
-      // loader in NVRAM (image.install_bootloader), which ironring agent does not do yet.
+      // loader in NVRAM (image.install_bootloader), which needs an image with an EFI system
+      // partition and the firmware's variables: this in-process agent writes a BIOS image.
       properties: { capabilities: 'boot_mode:bios' },
       instance_info: { image_source: imageUrl, image_os_hash_algo: 'sha256', image_os_hash_value: digest, image_disk_format: 'raw', root_device: { name: '/dev/vda' } },
     });

@@ -221,13 +221,15 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 
-  it('a UEFI machine: the agent writes a GPT image with an EFI system partition and the config drive built from its JSON form; OVMF boots the disk\'s fallback loader and the OS reads its user data', async () => {
+  it('a UEFI machine: the agent writes a GPT image whose loader is not at the fallback path, registers it in the firmware\'s variables, and the config drive built from its JSON form; OVMF boots the loader and the OS reads its user data', async () => {
     const disk = blankDisk('direct-uefi');
     const machine = await lab.addMachine('direct-uefi', 'uefi', { disks: [disk], memoryMiB: 1024 });
     const uuid = await enrollDirect(machine, 'uefi');
     const token = randomBytes(6).toString('hex');
     const imageFile = path.join(lab.network.slot.dir, `uefi-image-${token}.raw`);
-    const image = osUefiDiskImage(imageFile, token);
+    // The loader where a distribution puts it (no \EFI\BOOT\BOOTX64.EFI): the firmware boots it
+    // only through the Boot#### entry the agent writes (image.install_bootloader).
+    const image = osUefiDiskImage(imageFile, token, { dir: 'ironring', name: 'grubx64.efi' });
     await setImage(uuid, imageFile, sha256(image));
     const drive = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [{ op: 'add', path: '/instance_info/configdrive', value: { user_data: `#!/bin/sh\necho uefi-user-data-${token}\n` } }]);
     expect(drive.status, drive.body).toBe(200);
@@ -236,11 +238,15 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     await provision(lab.app, uuid, 'active');
     await waitForProvisionState(lab.app, uuid, 'active', DEPLOY_TIMEOUT_MS);
     const activeMs = Date.now() - started;
-    // The firmware tries the network first; the owner's local-boot entry for UEFI hands back to it
-    // (iPXE exits), and OVMF boots the disk's \EFI\BOOT\BOOTX64.EFI: the unified kernel image.
+    // The agent's entry is first in BootOrder: OVMF boots \EFI\ironring\grubx64.efi, the unified
+    // kernel image (firmware that tries the network first still gets there: the owner's local-boot
+    // entry for UEFI hands back to it, iPXE exits).
     const boot = await waitForMarker(machine.vm.serialLog, new RegExp(`${OS_MARKER} ${token}`), BOOT_TIMEOUT_MS);
     await waitForMarker(machine.vm.serialLog, new RegExp(`${USER_DATA_PREFIX} echo uefi-user-data-${token}`), BOOT_TIMEOUT_MS);
     console.log(`real node ${machine.name} (direct, GPT, ipxe, uefi): active after ${activeMs} ms, OS booted from the ESP ${boot.ms} ms later`);
+    // The entry is in the VM's variable store (OVMF's flash), naming the loader's path.
+    const vars = readFileSync(path.join(lab.network.slot.dir, `${machine.name}.ovmf-vars.fd`));
+    expect(vars.includes(Buffer.from('\\EFI\\ironring\\grubx64.efi', 'utf16le'))).toBe(true);
     // GPT on the disk: the image's ESP, then the config drive at the disk's end (the backup table moved there).
     const table = await getPartitionUuids(disk);
     expect(table.table).toBe('gpt');

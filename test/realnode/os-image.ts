@@ -152,13 +152,16 @@ export const EFI_STUB = '/usr/lib/systemd/boot/efi/linuxx64.efi.stub';
 
 /**
  * The UEFI variant of the OS image: a GPT disk whose one partition, an EFI system partition (FAT,
- * from sector 2048), holds only `\EFI\BOOT\BOOTX64.EFI` — the path UEFI firmware boots from a disk
- * with no boot entry of its own — which is a unified kernel image: systemd's EFI stub with the
+ * from sector 2048), holds only the loader at `\EFI\<loader.dir>\<loader.name>` — by default
+ * `\EFI\BOOT\BOOTX64.EFI`, the path UEFI firmware boots from a disk with no boot entry of its own;
+ * elsewhere (`\EFI\ironring\grubx64.efi`) it boots only through an entry in the firmware's
+ * variables — which is a unified kernel image: systemd's EFI stub with the
  * cloud kernel, the same initramfs as the BIOS image and `console=ttyS0 ironring.os_token=<token>`
  * as sections (objcopy). Returns the image's bytes (`espMiB` + 2 MiB). Needs systemd-boot-efi,
  * binutils, dosfstools and mtools.
  */
-export function osUefiDiskImage(file: string, token: string, espMiB = 40, cacheRoot = defaultCacheRoot()): Buffer {
+export function osUefiDiskImage(file: string, token: string, loader: { dir: string; name: string } = { dir: 'BOOT', name: 'BOOTX64.EFI' }, espMiB = 40, cacheRoot = defaultCacheRoot()): Buffer {
+  if (!/^[A-Za-z0-9_-]{1,16}$/.test(loader.dir) || !/^[A-Za-z0-9_-]{1,16}\.(efi|EFI)$/.test(loader.name)) throw new Error('loader: a plain directory and .efi file name');
   return buildOsImage(file, token, cacheRoot, ({ kernel, initrd, work }) => {
     writeFileSync(path.join(work, 'cmdline'), `console=ttyS0 ironring.os_token=${token}`);
     writeFileSync(path.join(work, 'os-release'), 'NAME="ironring test OS"\nID=ironring-test\n');
@@ -174,8 +177,8 @@ export function osUefiDiskImage(file: string, token: string, espMiB = 40, cacheR
     ]);
     const fat = path.join(work, 'esp.img');
     run('mkfs.fat', ['-C', '-n', 'ESP', fat, String(espMiB * 1024)]);
-    run('mmd', ['-i', fat, '::/EFI', '::/EFI/BOOT']);
-    run('mcopy', ['-i', fat, uki, '::/EFI/BOOT/BOOTX64.EFI']);
+    run('mmd', ['-i', fat, '::/EFI', `::/EFI/${loader.dir}`]);
+    run('mcopy', ['-i', fat, uki, `::/EFI/${loader.dir}/${loader.name}`]);
     const image = gptDisk((espMiB + 2) * 1024 * 1024, [{ start: PARTITION_START, sectors: espMiB * 2048, type: ESP_TYPE, name: 'EFI system', content: readFileSync(fat) }]);
     writeFileSync(file, image);
     return image;

@@ -25,6 +25,7 @@ import { bootNeed } from '../../nodes/state-machine.js';
 import type { CleanStep, CleanStepRequest, CleanStepWait } from '../clean-steps.js';
 import type { AgentContact, AgentProgress, DeployInterface, DeployOutcome, DeployWait } from '../deploy.js';
 import { InvalidParameterValue } from '../errors.js';
+import { nodeBootMode } from '../capabilities.js';
 import { optionalString } from '../fields.js';
 import type { DriverTask } from '../task.js';
 import { directImageInfo, directImageSource } from './image-info.js';
@@ -325,6 +326,13 @@ export class DirectDeploy implements DeployInterface {
     const { boot, management, power } = task.driver;
     await this.options.images?.release(task.node.uuid);
     const url = task.node.driver_internal_info?.agent_url;
+    // UEFI: the firmware gets a boot entry for the image's loader, as Ironic asks IPA for one
+    // (a loader outside the fallback path boots only through it). No agent: nothing to ask, and
+    // the deploy cannot be finished honestly.
+    if (nodeBootMode(task.node) === 'uefi') {
+      if (typeof url !== 'string' || !task.agentToken) throw new Error('the node boots in UEFI mode, but its agent is gone before it could register the boot entry');
+      await this.installBootloader(task, { url, token: task.agentToken });
+    }
     if (typeof url === 'string' && task.agentToken) {
       // The agent wrote with O_DIRECT and fsynced, so this is belt and braces: a power-off cannot
       // lose what the page cache held. An agent that is gone already does not stop the deploy.
@@ -342,6 +350,25 @@ export class DirectDeploy implements DeployInterface {
     await management.setBootDevice(task, 'disk', true);
     await power.setPowerState(task, 'power on');
     return 'done';
+  }
+
+  /**
+   * Ironic's `configure_local_boot` for a whole-disk image in UEFI mode: the partition table's EFI
+   * system partition from the agent (`standby.get_partition_uuids`), then `image.install_bootloader`
+   * naming it; the agent finds the loader and writes the entry. Its failure fails the deploy.
+   */
+  private async installBootloader(task: DriverTask, agent: AgentEndpoint): Promise<void> {
+    const signal = task.signal ? { signal: task.signal } : {};
+    const table = await this.client.run(agent, 'standby.get_partition_uuids', {}, { wait: true, ...signal });
+    if (table.command_status !== 'SUCCEEDED') throw new Error(`the agent could not read the partition table: ${commandMessage(table)}`);
+    const esp = table.command_result?.['efi system partition uuid'];
+    if (typeof esp !== 'string' || esp === '') {
+      throw new Error('the node boots in UEFI mode, but the image has no EFI system partition (a GPT entry of type EFI system, or an MBR one of type 0xef): it cannot boot from the disk');
+    }
+    const installed = await this.client.run(agent, 'image.install_bootloader', { root_uuid: null, efi_system_part_uuid: esp, prep_boot_part_uuid: null, target_boot_mode: 'uefi' }, { wait: true, ...signal });
+    if (installed.command_status !== 'SUCCEEDED') throw new Error(`install_bootloader failed on the node: ${commandMessage(installed)}`);
+    const said = installed.command_result?.result;
+    task.logger.info({ result: typeof said === 'string' ? said.slice(0, 512) : null }, 'the agent registered the UEFI boot entry');
   }
 
   async tearDown(task: DriverTask): Promise<void> {
