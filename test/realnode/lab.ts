@@ -174,12 +174,17 @@ export async function openLab(): Promise<Lab> {
     const served = new Map<string, { file: string; bytesPerSecond?: number }>();
     const files = http.createServer((req, res) => {
       const entry = served.get(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
-      if (entry === undefined || req.method !== 'GET') {
+      if (entry === undefined || (req.method !== 'GET' && req.method !== 'HEAD')) {
         res.writeHead(404).end();
         return;
       }
       const size = statSync(entry.file).size;
       res.writeHead(200, { 'content-length': size, 'content-type': 'application/octet-stream' });
+      // HEAD: what Ironic's conductor asks before a deploy (it validates the image URL).
+      if (req.method === 'HEAD') {
+        res.end();
+        return;
+      }
       if (entry.bytesPerSecond === undefined) {
         createReadStream(entry.file).pipe(res);
         return;
