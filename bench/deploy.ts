@@ -134,15 +134,15 @@ try {
     let started = Date.now();
     await makeAvailable(lab.app, uuid, 600_000);
     const provideS = (Date.now() - started) / 1000;
-    const patched = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
-      { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile) },
-      { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha512' },
-      { op: 'add', path: '/instance_info/image_os_hash_value', value: createHash('sha512').update(image).digest('hex') },
-      { op: 'add', path: '/instance_info/root_device', value: { name: '/dev/vda' } },
-    ]);
-    if (patched.status !== 200) throw new Error(`instance_info: HTTP ${patched.status} ${patched.body}`);
-    /** From `deploy` to the disk-booted marker, in seconds. */
+    /** From `deploy` to the disk-booted marker, in seconds (the image set first: undeploy clears instance_info). */
     const deployToMarker = async (): Promise<number> => {
+      const patched = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
+        { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile) },
+        { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha512' },
+        { op: 'add', path: '/instance_info/image_os_hash_value', value: createHash('sha512').update(image).digest('hex') },
+        { op: 'add', path: '/instance_info/root_device', value: { name: '/dev/vda' } },
+      ]);
+      if (patched.status !== 200) throw new Error(`instance_info: HTTP ${patched.status} ${patched.body}`);
       machine.vm.clearLog();
       const t0 = Date.now();
       await provision(lab.app, uuid, 'active');
