@@ -15,8 +15,9 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { InvalidParameter, IronringError } from '../common/errors.js';
-import { chooseRootDevice, decodeConfigDrive, deviceBytes, eraseDeviceMetadata, getPartitionUuids, scanBlockDevices, writeConfigDrive, writeImage } from './disk/index.js';
-import type { WriteImageOptions, WriteImageResult } from './disk/index.js';
+import { chooseRootDevice, decodeConfigDrive, deviceBytes, eraseDeviceMetadata, findDevicesByHints, getPartitionUuids, parseHints, scanBlockDevices, writeConfigDrive, writeImage } from './disk/index.js';
+import type { ParsedHint, WriteImageOptions, WriteImageResult } from './disk/index.js';
+import { eraseDevice } from './disk/erase-device.js';
 import { installUefiBootEntry, UefiBootError } from './disk/uefi-boot.js';
 
 /** A command IPA's API knows, and whether it ends after the answer. */
@@ -40,6 +41,8 @@ export interface CommandContext {
   powerOff(): Promise<void>;
   /** The agent's own log lines, newest last, for `log.collect_system_logs`. */
   logLines(): string[];
+  /** Writes a line to the agent's log (its console); absent in tests of one command. */
+  log?(line: string): void;
   signal: AbortSignal;
 }
 
@@ -169,28 +172,84 @@ async function commandOutput(command: string, args: string[]): Promise<Buffer | 
 }
 
 /**
- * IPA's clean steps of its generic hardware manager that this agent runs: the metadata erase, at
- * IPA's priority (automated cleaning runs it by default). `erase_devices` (a full overwrite) is not
- * offered yet, so a conductor does not schedule it.
+ * IPA's clean steps of its generic hardware manager that this agent runs, at IPA's priorities: the
+ * metadata erase (99: automated cleaning runs it) and the full overwrite (10; Ironic's conductor
+ * decides with `[deploy] erase_devices_priority`).
  */
-const CLEAN_STEPS = [{ step: 'erase_devices_metadata', priority: 99, interface: 'deploy', reboot_requested: false, abortable: true, argsinfo: null }];
+const CLEAN_STEPS = [
+  { step: 'erase_devices_metadata', priority: 99, interface: 'deploy', reboot_requested: false, abortable: true, argsinfo: null },
+  { step: 'erase_devices', priority: 10, interface: 'deploy', reboot_requested: false, abortable: true, argsinfo: null },
+];
 
-/** `erase_devices_metadata` on every disk the agent sees (read-only ones are not listed). */
-async function eraseMetadata(context: CommandContext): Promise<null> {
+/**
+ * The disks an erase leaves alone: those matching any entry of the node's
+ * `properties.skip_block_devices`, a list of root-device-hint objects (IPA's; e.g.
+ * `[{"name": "/dev/sdb"}, {"serial": "S3X…"}]`).
+ */
+function skipHints(params: Record<string, unknown>): ParsedHint[][] {
+  const node = isObject(params.node) ? params.node : {};
+  const properties = isObject(node.properties) ? node.properties : {};
+  const list = properties.skip_block_devices;
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list) || list.length > 64) throw new CommandFailed('node.properties.skip_block_devices: expected a list of at most 64 root device hint objects', 'InvalidCommandParamsError');
+  return list.map((entry, i) => {
+    try {
+      return parseHints(entry);
+    } catch (err) {
+      throw new CommandFailed(`node.properties.skip_block_devices[${i}]: ${(err as Error).message}`, 'InvalidCommandParamsError');
+    }
+  });
+}
+
+/**
+ * Runs `erase` on every disk the agent sees (read-only ones are not listed) but those the node's
+ * `skip_block_devices` names, going on past a failed disk and reporting them all at the end, as
+ * IPA does.
+ */
+async function eachDisk(params: Record<string, unknown>, context: CommandContext, what: string, erase: (device: string, name: string) => Promise<void>): Promise<null> {
+  const skip = skipHints(params);
   const scan = await scanBlockDevices({ sysRoot: context.sysRoot, devRoot: context.devRoot });
   if (scan.devices.length === 0) throw new CommandFailed(`no disk to erase${scan.skipped.length > 0 ? ` (skipped: ${scan.skipped.map((d) => `${d.name} ${d.reason}`).join(', ')})` : ''}`, 'BlockDeviceEraseError');
   const failures: string[] = [];
   for (const device of scan.devices) {
     context.signal.throwIfAborted();
+    if (skip.some((hints) => findDevicesByHints([device], hints).length > 0)) {
+      context.log?.(`${what}: ${device.name} skipped (properties.skip_block_devices)`);
+      continue;
+    }
     try {
-      await eraseDeviceMetadata(device.name.replace(/^\/dev/, context.devRoot), context.sysRoot);
+      await erase(device.name.replace(/^\/dev/, context.devRoot), device.name);
     } catch (err) {
+      if (context.signal.aborted) throw err;
       failures.push(`${device.name}: ${(err as Error).message}`);
     }
   }
-  // IPA goes on past a failed disk and reports them all at the end.
-  if (failures.length > 0) throw new CommandFailed(`erasing the metadata failed on ${failures.join('; ')}`, 'BlockDeviceEraseError');
+  if (failures.length > 0) throw new CommandFailed(`${what} failed on ${failures.join('; ')}`, 'BlockDeviceEraseError');
   return null;
+}
+
+/** `erase_devices_metadata` on every disk. */
+const eraseMetadata = (params: Record<string, unknown>, context: CommandContext) => eachDisk(params, context, 'erasing the metadata', async (device) => void (await eraseDeviceMetadata(device, context.sysRoot)));
+
+/**
+ * `erase_devices` on every disk: the passes Ironic's conductor put in the node's
+ * `driver_internal_info` (`agent_erase_devices_iterations`, default 1; `agent_erase_devices_zeroize`,
+ * default true), as IPA reads them.
+ */
+function eraseDevices(params: Record<string, unknown>, context: CommandContext): Promise<null> {
+  const node = isObject(params.node) ? params.node : {};
+  const info = isObject(node.driver_internal_info) ? node.driver_internal_info : {};
+  const iterations = info.agent_erase_devices_iterations ?? 1;
+  const zeroize = info.agent_erase_devices_zeroize ?? true;
+  if (typeof iterations !== 'number' || !Number.isInteger(iterations) || iterations < 0 || iterations > 10) {
+    throw new CommandFailed(`node.driver_internal_info.agent_erase_devices_iterations: ${JSON.stringify(iterations)} is not a whole number from 0 to 10`, 'InvalidCommandParamsError');
+  }
+  if (typeof zeroize !== 'boolean') throw new CommandFailed('node.driver_internal_info.agent_erase_devices_zeroize: must be true or false', 'InvalidCommandParamsError');
+  if (iterations === 0 && !zeroize) throw new CommandFailed('erase_devices with no random pass and no final zeros would erase nothing', 'InvalidCommandParamsError');
+  return eachDisk(params, context, 'erasing the disk', async (device, name) => {
+    const done = await eraseDevice(device, { iterations, zeroize, signal: context.signal }, context.sysRoot);
+    context.log?.(`erase_devices: ${name} overwritten ${done.passes} time(s), ${done.bytes} bytes, in ${done.seconds.toFixed(1)} s`);
+  });
 }
 
 /** IPA's deploy steps of its generic hardware manager that this agent runs. */
@@ -281,7 +340,7 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
         throw new CommandFailed(`clean step ${JSON.stringify(name)} is not one this agent runs (it runs ${CLEAN_STEPS.map((s) => s.step).join(', ')})`, 'InvalidCommandParamsError');
       }
       // IPA's answer to a clean step: what the step returned, and the step.
-      return { clean_result: await eraseMetadata(context), clean_step: step };
+      return { clean_result: name === 'erase_devices' ? await eraseDevices(params, context) : await eraseMetadata(params, context), clean_step: step };
     },
   },
   'log.collect_system_logs': {

@@ -412,6 +412,7 @@ export class Agent {
       writeOptions: this.options.writeOptions ?? {},
       powerOff: this.options.powerOff ?? defaultPowerOff,
       logLines: () => [...this.logs],
+      log: (line) => this.say(line),
       signal: this.stopping.signal,
     };
   }

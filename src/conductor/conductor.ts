@@ -179,6 +179,7 @@ export class Conductor {
         ...(boot.instanceImages ? { instanceImages: boot.instanceImages } : {}),
         fastTrack: { enabled: config.deploy.fast_track, timeoutSeconds: config.deploy.fast_track_timeout },
         eraseMetadataPriority: config.deploy.erase_devices_metadata_priority,
+        eraseDevices: { priority: config.deploy.erase_devices_priority, iterations: config.deploy.shred_random_overwrite_iterations, zeroize: config.deploy.shred_final_overwrite_with_zeros },
         // Without an HTTP boot URL (no HTTP boot server here and no [deploy] http_url), iPXE cannot
         // fetch its configs: PXE is the default then.
         ...(boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),

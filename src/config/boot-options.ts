@@ -131,6 +131,22 @@ export const BOOT_SECTIONS = {
       default: 300,
       description: 'Seconds since the agent\'s last heartbeat within which fast_track reuses it (Ironic\'s [deploy] fast_track_timeout; at most 300).',
     },
+    erase_devices_priority: {
+      type: { kind: 'integer', min: 0, max: 1000 },
+      default: 0,
+      description:
+        "Priority of the direct deploy's erase_devices clean step, a full overwrite of every disk (Ironic's [deploy] erase_devices_priority). 0 (the default here): manual cleaning only; Ironic with IPA's default (10) overwrites every disk on every undeploy, which takes hours on large disks.",
+    },
+    shred_random_overwrite_iterations: {
+      type: { kind: 'integer', min: 0, max: 10 },
+      default: 1,
+      description: "Random passes of erase_devices over each disk (Ironic's [deploy] shred_random_overwrite_iterations).",
+    },
+    shred_final_overwrite_with_zeros: {
+      type: { kind: 'boolean' },
+      default: true,
+      description: "Whether erase_devices ends with a pass of zeros, read back to check it (Ironic's [deploy] shred_final_overwrite_with_zeros). With 0 random passes this must be true.",
+    },
     erase_devices_metadata_priority: {
       type: { kind: 'integer', min: 0, max: 1000 },
       default: 99,

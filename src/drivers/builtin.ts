@@ -53,6 +53,8 @@ export interface BuiltinDriverOptions extends Pick<DriverRegistryOptions, 'enabl
   fastTrack?: { enabled: boolean; timeoutSeconds: number };
   /** `[deploy] erase_devices_metadata_priority`; default 99. */
   eraseMetadataPriority?: number;
+  /** `[deploy] erase_devices_priority`, `shred_random_overwrite_iterations`, `shred_final_overwrite_with_zeros`. */
+  eraseDevices?: { priority: number; iterations: number; zeroize: boolean };
   /** The fake machines; pass one to inspect them from a test. Default a fresh one. */
   fakeState?: FakeHardwareState;
 }
@@ -82,6 +84,7 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
           ...(options.instanceImages ? { images: options.instanceImages } : {}),
           ...(options.fastTrack ? { fastTrack: options.fastTrack } : {}),
           ...(options.eraseMetadataPriority !== undefined ? { eraseMetadataPriority: options.eraseMetadataPriority } : {}),
+          ...(options.eraseDevices !== undefined ? { eraseDevices: options.eraseDevices } : {}),
         }),
       },
       inspect: { 'no-inspect': new NoInspect(), fake: new FakeInspect(fake) },

@@ -269,10 +269,11 @@ describe('direct deploy: heartbeats', () => {
 
     it('offers the agent\'s metadata erase at priority 99, or the configured one', () => {
       const t = task();
-      expect(t.driver.deploy.getCleanSteps!(t)).toEqual([expect.objectContaining({ ...STEP, priority: 99 })]);
-      const registry = createDriverRegistry({ agentApiUrl: 'http://api.example:6385', eraseMetadataPriority: 0 });
+      // The full overwrite is offered for manual cleaning (priority 0) unless configured.
+      expect(t.driver.deploy.getCleanSteps!(t)).toEqual([expect.objectContaining({ ...STEP, priority: 99 }), expect.objectContaining({ interface: 'deploy', step: 'erase_devices', priority: 0 })]);
+      const registry = createDriverRegistry({ agentApiUrl: 'http://api.example:6385', eraseMetadataPriority: 0, eraseDevices: { priority: 10, iterations: 2, zeroize: false } });
       const zero = registry.bind({ node: makeNode({ deploy_interface: 'direct' }), ports: PORTS, logger: silentLogger });
-      expect(zero.driver.deploy.getCleanSteps!(zero)[0]!.priority).toBe(0);
+      expect(zero.driver.deploy.getCleanSteps!(zero).map((s) => s.priority)).toEqual([0, 10]);
     });
 
     it('boots the deploy ramdisk for cleaning, ending any earlier agent session first', async () => {
@@ -289,7 +290,11 @@ describe('direct deploy: heartbeats', () => {
       const t = task({ provision_state: 'cleaning', driver_internal_info: { agent_url: agent.url } });
       expect(await t.driver.deploy.executeCleanStep!(t, STEP)).toEqual({ kind: 'wait', state: { command: 'clean-1' } });
       expect(agent.seen[0]!.url).toBe(`/v1/commands/?wait=false&agent_token=${TOKEN}`);
-      expect(agent.seen[0]!.body).toMatchObject({ name: 'clean.execute_clean_step', params: { step: { ...STEP, priority: 99 }, node: { uuid: t.node.uuid } } });
+      expect(agent.seen[0]!.body).toMatchObject({
+        name: 'clean.execute_clean_step',
+        // The erase's passes, where Ironic's conductor puts them for IPA.
+        params: { step: { ...STEP, priority: 99 }, node: { uuid: t.node.uuid, driver_internal_info: { agent_erase_devices_iterations: 1, agent_erase_devices_zeroize: true } } },
+      });
       const none = task({ provision_state: 'cleaning' });
       await expect(none.driver.deploy.executeCleanStep!(none, STEP)).rejects.toThrow("the node's agent has not called back");
       script = () => ({ status: 200, body: cleanResult('FAILED', { command_error: { type: 'BlockDeviceEraseError', message: 'no disk to erase', details: '' } }) });

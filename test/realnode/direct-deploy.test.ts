@@ -256,7 +256,7 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 
-  it('cleaning and fast track: provide erases the last user\'s disk metadata through the agent, which stays up; the deploy writes through it without a reboot; undeploy boots the agent again to clean', async () => {
+  it('cleaning and fast track: provide erases the last user\'s disk metadata through the agent, which stays up; the deploy writes through it without a reboot; undeploy boots the agent again to clean; a manual erase_devices zeroes the whole disk', async () => {
     // The conductor with Ironic's automated cleaning and fast track on.
     const c1 = lab.conductors[0]!;
     const env = c1.env;
@@ -329,12 +329,49 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
       expect(machine.bmc.events.slice(bmcSlow)).toContain('BOOTDEV network once');
       expect(vmStarts(bmcSlow)).toBe(2);
       console.log(`real node ${machine.name}: deploy → disk-booted marker ${fastMs} ms with fast track (marker ${fast.ms} ms), ${slowMs} ms booting the agent first`);
+
+      // A manual clean with the full overwrite (erase_devices): every byte of the disk, the
+      // middle the metadata erase left included, ends zero.
+      await provision(lab.app, uuid, 'deleted');
+      await waitForProvisionState(lab.app, uuid, 'available', DEPLOY_TIMEOUT_MS);
+      expect(readAt(disk, 32 * MIB, MIB).every((b) => b === 0x5a)).toBe(true);
+      await provision(lab.app, uuid, 'manage');
+      await waitForProvisionState(lab.app, uuid, 'manageable', STATE_TIMEOUT_MS);
+      started = Date.now();
+      const clean = await api(lab.app, 'PUT', `/v1/nodes/${uuid}/states/provision`, { target: 'clean', clean_steps: [{ interface: 'deploy', step: 'erase_devices' }] });
+      expect(clean.status, clean.body).toBe(202);
+      await waitForProvisionState(lab.app, uuid, 'manageable', DEPLOY_TIMEOUT_MS);
+      console.log(`real node ${machine.name}: manual clean with erase_devices (128 MiB, a random pass and zeros) in ${Date.now() - started} ms`);
+      expect(await nodeStates(lab.app, uuid)).toMatchObject({ provision_state: 'manageable', last_error: null });
+      const erased = readFileSync(disk);
+      expect(erased.length).toBe(DISK_BYTES);
+      expect(erased.every((b) => b === 0)).toBe(true);
       await machine.bmc.stop();
     } finally {
       await lab.stopConductor(c1);
       c1.env = env;
       await lab.startConductor(c1);
     }
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('a clean step that fails on the node ends in clean failed with the agent\'s reason, the node powered off', async () => {
+    // The only disk is read-only: the agent erases nothing it may not write, and says so.
+    const disk = blankDisk('direct-ro');
+    const machine = await lab.addMachine('direct-ro', 'bios', { disks: [{ file: disk, readOnly: true }], memoryMiB: 1024 });
+    const uuid = await enrollDirect(machine, 'bios', false);
+    const clean = await api(lab.app, 'PUT', `/v1/nodes/${uuid}/states/provision`, { target: 'clean', clean_steps: [{ interface: 'deploy', step: 'erase_devices_metadata' }] });
+    expect(clean.status, clean.body).toBe(202);
+    const end = Date.now() + DEPLOY_TIMEOUT_MS;
+    let states = await nodeStates(lab.app, uuid);
+    while (!['clean failed', 'manageable'].includes(states.provision_state) && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 500));
+      states = await nodeStates(lab.app, uuid);
+    }
+    expect(states.provision_state).toBe('clean failed');
+    expect(states.last_error).toContain('clean step deploy.erase_devices_metadata failed on the node: BlockDeviceEraseError: no disk to erase (skipped: /dev/vda read-only)');
+    expect(states.power_state).toBe('power off');
+    expect(readStart(disk, 1024 * 1024).every((b) => b === 0xee)).toBe(true);
+    await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 
   it('a deploy whose owner stops gracefully during the image write completes under the new owner', async () => {

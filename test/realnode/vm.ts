@@ -33,9 +33,10 @@ export interface VmSpec {
   rebootTimeoutMs?: number;
   /**
    * Raw disk image files, attached as virtio disks in order (`/dev/vda`, `/dev/vdb`…), each with
-   * the serial number given (what root device hints match), if any.
+   * the serial number given (what root device hints match), if any; `readOnly`: the guest sees a
+   * read-only disk.
    */
-  disks?: Array<string | { file: string; serial: string }>;
+  disks?: Array<string | { file: string; serial?: string; readOnly?: boolean }>;
 }
 
 /** A VM's command and files. */
@@ -83,10 +84,10 @@ export function defineVm(spec: VmSpec): Vm {
     '-device', 'virtio-rng-pci',
   ];
   for (const [i, disk] of (spec.disks ?? []).entries()) {
-    const { file, serial } = typeof disk === 'string' ? { file: disk, serial: undefined } : disk;
+    const { file, serial, readOnly } = typeof disk === 'string' ? { file: disk, serial: undefined, readOnly: false } : disk;
     if (serial !== undefined && !/^[A-Za-z0-9-]{1,20}$/.test(serial)) throw new Error(`disk serial ${JSON.stringify(serial)}: letters, digits and dashes, at most 20`);
     // The serial number is the device's property (qemu no longer takes it on -drive).
-    command.push('-drive', `file=${file},format=raw,if=none,id=disk${i},cache=unsafe`, '-device', `virtio-blk-pci,drive=disk${i}${serial === undefined ? '' : `,serial=${serial}`}`);
+    command.push('-drive', `file=${file},format=raw,if=none,id=disk${i},cache=unsafe${readOnly === true ? ',readonly=on' : ''}`, '-device', `virtio-blk-pci,drive=disk${i}${serial === undefined ? '' : `,serial=${serial}`}`);
   }
   if (spec.firmware === 'uefi') {
     // A private copy of the variable store: OVMF writes its boot entries into it.

@@ -74,12 +74,20 @@ export interface DirectDeployOptions {
   fastTrack?: { enabled: boolean; timeoutSeconds: number };
   /** Priority of the `erase_devices_metadata` clean step (`[deploy] erase_devices_metadata_priority`); default 99. */
   eraseMetadataPriority?: number;
+  /**
+   * The full overwrite, `erase_devices`: its priority (`[deploy] erase_devices_priority`, default 0:
+   * manual only) and passes (`shred_random_overwrite_iterations`, default 1;
+   * `shred_final_overwrite_with_zeros`, default true).
+   */
+  eraseDevices?: { priority: number; iterations: number; zeroize: boolean };
   /** The client of fast track's probe: short, one attempt (default 5 s). */
   probeClient?: AgentClient;
 }
 
-/** The agent's (IPA's) metadata erase, the direct deploy's clean step. */
+/** The agent's (IPA's) metadata erase, the direct deploy's automated clean step. */
 export const ERASE_METADATA_STEP = 'erase_devices_metadata';
+/** The agent's (IPA's) full overwrite of every disk. */
+export const ERASE_DEVICES_STEP = 'erase_devices';
 
 function stateOf(task: DriverTask): DirectDeployState | null {
   const value = task.node.driver_internal_info?.[DIRECT_DEPLOY_KEY];
@@ -164,8 +172,12 @@ export class DirectDeploy implements DeployInterface {
     return endpoint;
   }
 
-  /** The clean step the agent runs: the metadata erase, at `[deploy] erase_devices_metadata_priority`. */
+  /**
+   * The clean steps the agent runs: the metadata erase (`[deploy] erase_devices_metadata_priority`)
+   * and the full overwrite (`[deploy] erase_devices_priority`).
+   */
   getCleanSteps(): readonly CleanStep[] {
+    const full = this.eraseDevices();
     return [
       {
         interface: 'deploy',
@@ -173,7 +185,17 @@ export class DirectDeploy implements DeployInterface {
         priority: this.options.eraseMetadataPriority ?? 99,
         description: "The deploy agent zeroes each disk's partition tables and file-system, RAID and LVM signatures (the first and last MiB of every disk and partition).",
       },
+      {
+        interface: 'deploy',
+        step: ERASE_DEVICES_STEP,
+        priority: full.priority,
+        description: `The deploy agent overwrites every byte of each disk: ${full.iterations} random pass(es)${full.zeroize ? ', then zeros, read back' : ''}.`,
+      },
     ];
+  }
+
+  private eraseDevices(): { priority: number; iterations: number; zeroize: boolean } {
+    return this.options.eraseDevices ?? { priority: 0, iterations: 1, zeroize: true };
   }
 
   /** Cleaning runs in the agent: boots it (or, with fast track, uses the one up). */
@@ -187,9 +209,13 @@ export class DirectDeploy implements DeployInterface {
   async executeCleanStep(task: DriverTask, step: CleanStepRequest): Promise<CleanStepWait | undefined> {
     const url = task.node.driver_internal_info?.agent_url;
     if (typeof url !== 'string' || !task.agentToken) throw new Error("the node's agent has not called back, so there is no agent to run it");
+    if (step.step === ERASE_DEVICES_STEP && this.eraseDevices().iterations === 0 && !this.eraseDevices().zeroize) {
+      throw new InvalidParameterValue('[deploy] shred_random_overwrite_iterations', 'is 0 and shred_final_overwrite_with_zeros is false: erase_devices would erase nothing');
+    }
     const params = {
       step: { interface: step.interface, step: step.step, args: step.args ?? {}, priority: this.getCleanSteps().find((s) => s.step === step.step)?.priority ?? 0, reboot_requested: false, abortable: false },
-      node: { uuid: task.node.uuid, driver_internal_info: {} },
+      // As Ironic's conductor hands them to IPA: the erase's passes, in the node's driver_internal_info.
+      node: { uuid: task.node.uuid, properties: task.node.properties, driver_internal_info: { agent_erase_devices_iterations: this.eraseDevices().iterations, agent_erase_devices_zeroize: this.eraseDevices().zeroize } },
       ports: task.ports.map((p) => ({ address: p.address })),
       clean_version: { generic_hardware_manager: '1.2' },
     };

@@ -113,15 +113,20 @@ describe.skipIf(!requirePeer('mkfs.fat', 'dosfstools'))('erase_devices_metadata'
     await writeFile(machine.disk, image.subarray(0, 8 * MIB));
     const context = { sysRoot: machine.sysRoot, devRoot: machine.devRoot, signal: new AbortController().signal } as unknown as CommandContext;
     expect(await COMMANDS['clean.get_clean_steps']!.run({}, context)).toEqual({
-      clean_steps: { GenericHardwareManager: [{ step: 'erase_devices_metadata', priority: 99, interface: 'deploy', reboot_requested: false, abortable: true, argsinfo: null }] },
+      clean_steps: {
+        GenericHardwareManager: [
+          { step: 'erase_devices_metadata', priority: 99, interface: 'deploy', reboot_requested: false, abortable: true, argsinfo: null },
+          { step: 'erase_devices', priority: 10, interface: 'deploy', reboot_requested: false, abortable: true, argsinfo: null },
+        ],
+      },
       hardware_manager_version: { generic_hardware_manager: '1.2' },
     });
     const step = { step: 'erase_devices_metadata', interface: 'deploy', priority: 99 };
     expect(COMMANDS['clean.execute_clean_step']!.async).toBe(true);
     expect(await COMMANDS['clean.execute_clean_step']!.run({ step, node: {}, ports: [], clean_version: {} }, context)).toEqual({ clean_result: null, clean_step: step });
     await expect(getPartitionUuids(machine.disk)).rejects.toThrow('has no partition table');
-    await expect(COMMANDS['clean.execute_clean_step']!.run({ step: { step: 'erase_devices', interface: 'deploy' } }, context)).rejects.toThrow(
-      'clean step "erase_devices" is not one this agent runs (it runs erase_devices_metadata)',
+    await expect(COMMANDS['clean.execute_clean_step']!.run({ step: { step: 'erase_devices_express', interface: 'deploy' } }, context)).rejects.toThrow(
+      'clean step "erase_devices_express" is not one this agent runs (it runs erase_devices_metadata, erase_devices)',
     );
   });
 });
