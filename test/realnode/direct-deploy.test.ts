@@ -374,7 +374,7 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 
-  it('a deploy whose owner stops gracefully during the image write completes under the new owner', async () => {
+  it('a deploy whose owner stops gracefully during the image write completes under the new owner; so does a clean whose owner stops during its step', async () => {
     const second = await lab.addConductor('c2', 12);
     await waitUntil(async () => (await second.proc!.status()).rings['']?.length === 2, STATE_TIMEOUT_MS, 'the second conductor to join the ring');
     const disk = blankDisk('direct-move');
@@ -422,8 +422,33 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
     expect(isoFile('user_data')).toBe(`#!/bin/sh\necho json-user-data-${token}\n`);
     expect(JSON.parse(isoFile('meta_data.json'))).toMatchObject({ hostname: `host-${token}`, uuid });
     expect(JSON.parse(isoFile('network_data.json'))).toEqual({ links: [], networks: [], services: [] });
-    await machine.bmc.stop();
+
+    // A clean whose owner stops in the middle of a step goes on under the new owner: a manual
+    // erase_devices (the whole disk), the owner stopped while the agent overwrites it.
     await lab.startConductor(owner);
+    await waitUntil(async () => (await second.proc!.status()).rings['']?.length === 2, STATE_TIMEOUT_MS, 'both conductors on the ring again');
+    await provision(lab.app, uuid, 'deleted');
+    await waitForProvisionState(lab.app, uuid, 'available', DEPLOY_TIMEOUT_MS);
+    await provision(lab.app, uuid, 'manage');
+    await waitForProvisionState(lab.app, uuid, 'manageable', STATE_TIMEOUT_MS);
+    const clean = await api(lab.app, 'PUT', `/v1/nodes/${uuid}/states/provision`, { target: 'clean', clean_steps: [{ interface: 'deploy', step: 'erase_devices' }] });
+    expect(clean.status, clean.body).toBe(202);
+    await waitUntil(async () => {
+      const n = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ clean_step: { step?: string }; provision_state: string }>();
+      if (n.provision_state === 'clean failed' || n.provision_state === 'manageable') throw new Error(`the clean ended (${n.provision_state}) before the test could stop its owner`);
+      return n.provision_state === 'clean wait' && n.clean_step.step === 'erase_devices';
+    }, DEPLOY_TIMEOUT_MS, 'the agent to start erasing');
+    const cleanOwner = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ conductor: string }>().conductor;
+    const cleaning = lab.conductors.find((c) => c.host === cleanOwner)!;
+    await lab.stopConductor(cleaning, 'SIGTERM');
+    await waitForProvisionState(lab.app, uuid, 'manageable', DEPLOY_TIMEOUT_MS);
+    const finisher = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ conductor: string; last_error: string | null }>();
+    expect(finisher.conductor).not.toBe(cleanOwner);
+    expect(finisher.last_error).toBeNull();
+    console.log(`real node ${machine.name}: clean owner ${cleanOwner} stopped during erase_devices; ${finisher.conductor} finished it`);
+    expect(readFileSync(disk).every((b) => b === 0)).toBe(true);
+    await machine.bmc.stop();
+    await lab.startConductor(cleaning);
   }, SCENARIO_TIMEOUT_MS);
 
   async function waitForProvisionStateOrFail(uuid: string) {
