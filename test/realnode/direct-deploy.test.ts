@@ -117,6 +117,19 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
 
   const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
+  /**
+   * Runs the stock client, `baremetal <args>`, against the lab's API (no Keystone, a HOME of its
+   * own, no OS_* settings from outside); its stderr when it fails, else ''. Not spawnSync: the API
+   * answering it runs in this process.
+   */
+  async function baremetal(args: string[]): Promise<string> {
+    const home = path.join(lab.network.slot.dir, 'client-home');
+    mkdirSync(home, { recursive: true });
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OS_') && !k.startsWith('IRONRING_')));
+    const run = await execFileAsync('baremetal', ['--os-endpoint', lab.apiUrl, '--os-auth-type', 'none', ...args], { env: { ...env, HOME: home }, timeout: 120_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
+    return 'failed' in run ? run.stderr : '';
+  }
+
   it('baremetal node deploy --config-drive: the agent writes an OS image given as qcow2 and the config drive; the VM boots the OS from its disk, which reads its user data from config-2', async () => {
     const disk = blankDisk('direct-bios');
     const machine = await lab.addMachine('direct-bios', 'bios', { disks: [disk], memoryMiB: 1024 });
@@ -141,12 +154,7 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
 
     machine.vm.clearLog();
     const started = Date.now();
-    // Not spawnSync: the API answering the client runs in this process.
-    const home = path.join(lab.network.slot.dir, `client-home-${token}`);
-    mkdirSync(home, { recursive: true });
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OS_') && !k.startsWith('IRONRING_')));
-    const client = await execFileAsync('baremetal', ['--os-endpoint', lab.apiUrl, '--os-auth-type', 'none', 'node', 'deploy', uuid, '--config-drive', configDir], { env: { ...env, HOME: home }, timeout: 120_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
-    expect('failed' in client ? client.stderr : '').toBe('');
+    expect(await baremetal(['node', 'deploy', uuid, '--config-drive', configDir])).toBe('');
     // How long the deploy ramdisk takes to boot and the agent to find its node (for docs/deploy.md).
     const agentUp = waitForMarker(machine.vm.serialLog, /IRONRING-AGENT-STARTING/, DEPLOY_TIMEOUT_MS);
     const agentFound = waitForMarker(machine.vm.serialLog, /ironring-agent: \S+ found node/, DEPLOY_TIMEOUT_MS);
@@ -338,8 +346,8 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
       await provision(lab.app, uuid, 'manage');
       await waitForProvisionState(lab.app, uuid, 'manageable', STATE_TIMEOUT_MS);
       started = Date.now();
-      const clean = await api(lab.app, 'PUT', `/v1/nodes/${uuid}/states/provision`, { target: 'clean', clean_steps: [{ interface: 'deploy', step: 'erase_devices' }] });
-      expect(clean.status, clean.body).toBe(202);
+      // As an operator asks for it: the stock client, `baremetal node clean --clean-steps`.
+      expect(await baremetal(['node', 'clean', uuid, '--clean-steps', JSON.stringify([{ interface: 'deploy', step: 'erase_devices' }])])).toBe('');
       await waitForProvisionState(lab.app, uuid, 'manageable', DEPLOY_TIMEOUT_MS);
       console.log(`real node ${machine.name}: manual clean with erase_devices (128 MiB, a random pass and zeros) in ${Date.now() - started} ms`);
       expect(await nodeStates(lab.app, uuid)).toMatchObject({ provision_state: 'manageable', last_error: null });
