@@ -16,6 +16,7 @@ import type { Store } from '../db/connect.js';
 import type { AgentContact, AgentProgress, DriverTask } from '../drivers/index.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { expectsAgent, transition } from '../nodes/state-machine.js';
+import { withoutCleanBookkeeping } from './cleaning.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import type { ProvisionState, StableState } from '../nodes/states.js';
 
@@ -161,7 +162,10 @@ async function applyProgress(deps: AgentSessionDeps, task: NodeTask, progress: A
       return false;
     case 'fail': {
       const next = transition(status, 'fail');
-      await task.update(withAgentSession(task.node, { ...changes, provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: progress.error }));
+      // A failed clean keeps the steps it had, not where it was in them.
+      const { clean_steps: steps } = task.node.driver_internal_info;
+      const cleanEnds = status.state === 'clean wait' ? { driver_internal_info: { ...withoutCleanBookkeeping(task.node.driver_internal_info), ...(steps !== undefined ? { clean_steps: steps } : {}) } } : {};
+      await task.update(withAgentSession(task.node, { ...changes, ...cleanEnds, provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: progress.error }));
       await task.recordHistory({ eventType: 'provisioning', severity: 'ERROR', event: `${status.state} → ${next.state}: ${progress.error}` });
       return false;
     }

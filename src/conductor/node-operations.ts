@@ -21,7 +21,7 @@ import { applyAction, bootNeed, expectsAgent, stateKind, transition } from '../n
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
-import { abortCleaning, clean } from './cleaning.js';
+import { abortCleaning, clean, withoutCleanBookkeeping } from './cleaning.js';
 import { failStrandedWork, resumeEvent, whyNotResume } from './stranded-work.js';
 import { endAgentSession, recordHeartbeat, registerAgentToken, withAgentSession } from './agent-session.js';
 import type { AgentSessionDeps, HeartbeatRecord } from './agent-session.js';
@@ -204,7 +204,9 @@ export class NodeOperations {
     try {
       const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
       const next = applyAction(status, action);
-      const internal = await this.checkSupported(task, next.event, options.cleanSteps);
+      // A clean starts afresh: what an earlier one left (a failed one's step index) must not be
+      // taken for a clean coming back from `clean wait`.
+      const internal = (await this.checkSupported(task, next.event, options.cleanSteps)) ?? (next.state === 'cleaning' ? withoutCleanBookkeeping(task.node.driver_internal_info) : undefined);
       const instanceInfo = options.configdrive !== undefined ? { ...task.node.instance_info, configdrive: options.configdrive } : undefined;
       await task.update(withAgentSession(task.node, {
         provision_state: next.state,
@@ -254,9 +256,8 @@ export class NodeOperations {
         if (cleanSteps === undefined) throw new InvalidParameter('"clean_steps" is required when setting target provision state to clean');
         validateCleanSteps(driverTask, cleanSteps);
         await driver.power.validate(driverTask);
-        // The steps to run, kept where Ironic keeps them; `clean_step` names the one running.
-        const { clean_step: _running, ...rest } = task.node.driver_internal_info;
-        return { ...rest, clean_steps: cleanSteps.map((s) => ({ ...s })) };
+        // The steps to run, kept where Ironic keeps them; nothing of an earlier clean's progress.
+        return { ...withoutCleanBookkeeping(task.node.driver_internal_info), clean_steps: cleanSteps.map((s) => ({ ...s })) };
       }
       default:
         return undefined;
@@ -365,7 +366,7 @@ export class NodeOperations {
         // The instance's fields go with the instance (Ironic clears them at tear-down, never at provide).
         await driver.deploy.tearDown(driverTask);
         await driver.deploy.cleanUp(driverTask);
-        return { event: 'clean', changes: { instance_uuid: null, instance_info: {}, ...(await this.readPower(driverTask)) } };
+        return { event: 'clean', changes: { instance_uuid: null, instance_info: {}, driver_internal_info: withoutCleanBookkeeping(task.node.driver_internal_info), ...(await this.readPower(driverTask)) } };
       default:
         return { event: null };
     }

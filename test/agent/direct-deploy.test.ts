@@ -7,7 +7,7 @@
  * agent's message, the disk's start zeroed. The real-machine version is test/realnode/.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -284,5 +284,34 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
     expect(fake.peek(uuid)!.powerOns).toBe(powerOns + 1);
     expect(agent.lookups).toBe(1);
     expect(done.agent_token_hash).toBeNull();
+  });
+
+  it('a clean step that fails on the node ends in clean failed, off; the next clean starts afresh and succeeds', async () => {
+    const uuid = await availableNode({ image_source: imageUrl, image_os_hash_algo: 'sha256', image_os_hash_value: sha256(image) });
+    await db.store.db.updateTable('nodes').set({ provision_state: 'manageable' }).where('uuid', '=', uuid).execute();
+    // The only disk read-only: the agent erases nothing it may not write, and says so.
+    await writeFile(join(root, 'sys', 'block', 'vda', 'ro'), '1\n');
+    await provisionAction(uuid, 'provide');
+    await until(uuid, ['clean wait']);
+    const first = startAgent();
+    const failed = await until(uuid, ['clean failed', 'available']);
+    expect(failed.provision_state).toBe('clean failed');
+    expect(failed.last_error).toContain('clean step deploy.erase_devices_metadata failed on the node: BlockDeviceEraseError: no disk to erase (skipped: /dev/vda read-only)');
+    expect(fake.peek(uuid)).toMatchObject({ power: 'power off' });
+    const internal = internalOf(failed);
+    expect(internal.clean_steps).toEqual([{ interface: 'deploy', step: 'erase_devices_metadata' }]);
+    for (const key of ['clean_step', 'clean_step_index', 'clean_step_state']) expect(internal).not.toHaveProperty(key);
+    await first.stop();
+
+    // Fixed, the operator tries again: a new clean boots a new agent and runs from its first step.
+    await writeFile(join(root, 'sys', 'block', 'vda', 'ro'), '0\n');
+    await provisionAction(uuid, 'manage');
+    await until(uuid, ['manageable']);
+    await provisionAction(uuid, 'provide');
+    await until(uuid, ['clean wait', 'clean failed']);
+    startAgent();
+    const done = await until(uuid, ['available', 'clean failed']);
+    expect(done.provision_state, done.last_error ?? '').toBe('available');
+    expect((await readFile(join(root, 'dev', 'vda'))).subarray(0, MIB).every((b) => b === 0)).toBe(true);
   });
 });
