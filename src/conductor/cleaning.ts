@@ -106,7 +106,7 @@ async function cleaningPart<T>(task: NodeTask, driverTask: DriverTask, part: () 
     await task.update({ driver_internal_info: { ...withoutCleanBookkeeping(task.node.driver_internal_info), ...(steps !== undefined ? { clean_steps: steps } : {}) } });
     let message = `${what}: ${(err as Error).message}`;
     try {
-      await tearDownCleaning(driverTask);
+      await tearDownCleaning(driverTask, true);
     } catch (teardown) {
       message += `; ending the clean failed too: ${(teardown as Error).message}`;
     }
@@ -122,7 +122,7 @@ export async function abortCleaning(task: NodeTask, driverTask: DriverTask, read
   const step = task.node.driver_internal_info.clean_step as { interface?: string; step?: string } | undefined;
   let error = `By request, the clean operation was aborted${step?.step ? ` during clean step ${step.interface}.${step.step}` : ''}`;
   try {
-    await tearDownCleaning(driverTask);
+    await tearDownCleaning(driverTask, true);
   } catch (err) {
     error += `; ending the clean failed: ${(err as Error).message}`;
   }

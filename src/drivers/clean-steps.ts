@@ -56,9 +56,10 @@ export interface CleanStepSource {
   /**
    * After the last step, or a failed one (Ironic's `tear_down_cleaning`): undoes what
    * `prepareCleaning` did. `keepAgent`: the agent stays up for the next verb (fast track), so its
-   * session (token, URL) is kept with the node.
+   * session (token, URL) is kept with the node — never after a failed or aborted clean (`failed`),
+   * which powers the node off.
    */
-  tearDownCleaning?(task: DriverTask): Promise<{ keepAgent: boolean }>;
+  tearDownCleaning?(task: DriverTask, failed?: boolean): Promise<{ keepAgent: boolean }>;
 }
 
 /** Every step the node's interfaces offer, highest priority first. */
@@ -119,12 +120,15 @@ export async function prepareCleaning(task: DriverTask): Promise<'ready' | 'wait
   return outcome;
 }
 
-/** Undoes `prepareCleaning` on every interface; `keepAgent` when one keeps the node's agent up. */
-export async function tearDownCleaning(task: DriverTask): Promise<{ keepAgent: boolean }> {
+/**
+ * Undoes `prepareCleaning` on every interface; `keepAgent` when one keeps the node's agent up
+ * (never when the clean `failed`).
+ */
+export async function tearDownCleaning(task: DriverTask, failed = false): Promise<{ keepAgent: boolean }> {
   let keepAgent = false;
   for (const type of CLEAN_STEP_INTERFACES) {
     const source = task.driver[type] as CleanStepSource;
-    if (source.tearDownCleaning !== undefined && (await source.tearDownCleaning(task)).keepAgent) keepAgent = true;
+    if (source.tearDownCleaning !== undefined && (await source.tearDownCleaning(task, failed)).keepAgent) keepAgent = true;
   }
   return { keepAgent };
 }

@@ -325,7 +325,7 @@ describe('direct deploy: heartbeats', () => {
       expect(await running.driver.deploy.heartbeat(running, { ...contact, url: agent.url })).toMatchObject({ kind: 'fail', error: expect.stringContaining('no longer knows its command clean-1') });
     });
 
-    it('after the steps: powers the node off and removes its ramdisk files; with fast track the agent stays up', async () => {
+    it('after the steps: powers the node off and removes its ramdisk files; with fast track the agent stays up, unless the clean failed', async () => {
       const fake = new FakeHardwareState();
       const t = task({ provision_state: 'cleaning', driver_internal_info: { agent_url: agent.url } }, 'http://api.example:6385', fake);
       fake.machine(t.node).power = 'power on';
@@ -336,6 +336,9 @@ describe('direct deploy: heartbeats', () => {
       fake.machine(fast.node).power = 'power on';
       expect(await fast.driver.deploy.tearDownCleaning!(fast)).toEqual({ keepAgent: true });
       expect(fake.peek(fast.node.uuid)).toMatchObject({ power: 'power on' });
+      // A failed or aborted clean powers off even with fast track.
+      expect(await fast.driver.deploy.tearDownCleaning!(fast, true)).toEqual({ keepAgent: false });
+      expect(fake.peek(fast.node.uuid)).toMatchObject({ power: 'power off' });
     });
   });
 });

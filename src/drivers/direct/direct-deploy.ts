@@ -237,11 +237,12 @@ export class DirectDeploy implements DeployInterface {
 
   /**
    * After the last clean step: the node powers off and its ramdisk's boot files go (Ironic's
-   * `tear_down_cleaning`); with fast track it stays up running the agent, for the deploy to use.
+   * `tear_down_cleaning`); with fast track, after a clean that succeeded, it stays up running the
+   * agent for the deploy to use.
    */
-  async tearDownCleaning(task: DriverTask): Promise<{ keepAgent: boolean }> {
+  async tearDownCleaning(task: DriverTask, failed = false): Promise<{ keepAgent: boolean }> {
     await task.driver.boot.cleanUpRamdisk(task);
-    if (this.options.fastTrack?.enabled === true && typeof task.node.driver_internal_info?.agent_url === 'string' && task.agentToken) return { keepAgent: true };
+    if (!failed && this.options.fastTrack?.enabled === true && typeof task.node.driver_internal_info?.agent_url === 'string' && task.agentToken) return { keepAgent: true };
     await task.driver.power.setPowerState(task, 'power off');
     return { keepAgent: false };
   }
