@@ -18,6 +18,7 @@ import http from 'node:http';
 import { IronringError } from '../common/errors.js';
 import { agentTokenHash } from './agent-token.js';
 import { requestJson } from './http-json.js';
+import { collectInventory } from './inventory.js';
 import { defaultPowerOff, localMacs, routeSource as routeSourceOf } from './machine.js';
 
 export { localMacs, routeSource } from './machine.js';
@@ -59,6 +60,13 @@ export interface AgentOptions {
   /** Powers the machine off (`standby.power_off`); default `poweroff -f`, else sysrq. */
   powerOff?: () => Promise<void>;
   writeOptions?: Partial<WriteImageOptions>;
+  /**
+   * Where to post the hardware inventory (`ipa-inspection-callback-url`, Ironic's
+   * `…/v1/continue_inspection`): given, the agent inspects the machine once it found its node.
+   */
+  inspectionCallbackUrl?: string;
+  /** Collects the inventory (tests); default `collectInventory` over `sysRoot`/`devRoot`. */
+  inventory?: () => Promise<Record<string, unknown>>;
   /** Extra CA certificates (PEM) for an https API. */
   ca?: string | Buffer;
   log?: (line: string) => void;
@@ -130,7 +138,62 @@ export class Agent {
     this.version = await this.negotiateVersion();
     this.lookup = await this.findNode();
     this.say(`found node ${this.lookup.node.uuid}; heartbeat timeout ${this.lookup.heartbeatTimeout} s`);
-    this.heartbeatSoon(0);
+    if (this.options.inspectionCallbackUrl === undefined) {
+      this.heartbeatSoon(0);
+      return;
+    }
+    // The conductor hears where this agent listens before the inventory ends the inspection, so
+    // that fast track can keep it up for the next verb; heartbeats go on after it.
+    await this.heartbeat();
+    await this.postInventory(this.options.inspectionCallbackUrl);
+  }
+
+  /** Inventory posts made (tests). */
+  inventoryPosts = 0;
+
+  /**
+   * Collects the hardware inventory and posts it to `url` with the node's agent token, as IPA's
+   * inspection collector does (the body `{inventory, …}`); tries again on a network failure or a
+   * 5xx/409 answer, and gives up (logged) on any other refusal: the conductor then fails the
+   * inspection when it times out, and the operator reads why in this agent's log.
+   */
+  private async postInventory(url: string): Promise<void> {
+    let inventory: Record<string, unknown>;
+    try {
+      inventory = await (this.options.inventory ?? (() => collectInventory({ ...(this.options.sysRoot ? { sysRoot: this.options.sysRoot } : {}), ...(this.options.devRoot ? { devRoot: this.options.devRoot } : {}) }) as unknown as Promise<Record<string, unknown>>))();
+    } catch (err) {
+      this.say(`inspection: could not collect the inventory: ${(err as Error).message}`);
+      return;
+    }
+    const body: Record<string, unknown> = { inventory };
+    if (this.lookup?.token) body.agent_token = this.lookup.token;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const answer = await requestJson({
+          method: 'POST',
+          url: new URL(url),
+          body,
+          headers: { 'user-agent': `ironring-agent/${AGENT_VERSION}`, 'x-openstack-ironic-api-version': this.version },
+          timeoutMs: 60_000,
+          maxBytes: 1024 * 1024,
+          signal: this.stopping.signal,
+          ...(this.options.ca ? { ca: this.options.ca } : {}),
+        });
+        if (answer.status >= 200 && answer.status < 300) {
+          this.inventoryPosts++;
+          this.say(`inspection: inventory posted (${answer.status})`);
+          return;
+        }
+        this.say(`inspection: posting the inventory: ${answer.status} ${answer.text.slice(0, 256)}`);
+        if (answer.status !== 409 && answer.status < 500) return;
+      } catch (err) {
+        if (this.stopping.signal.aborted) return;
+        this.say(`inspection: posting the inventory failed: ${(err as Error).message}`);
+      }
+      if (attempt >= 10) return;
+      await this.pause(this.options.lookupIntervalMs ?? 5000).catch(() => undefined);
+      if (this.stopping.signal.aborted) return;
+    }
   }
 
   async stop(): Promise<void> {

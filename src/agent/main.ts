@@ -2,7 +2,8 @@
  * The deploy ramdisk's entry point of the agent (`/init` runs it with the ramdisk's node): the
  * same `Agent` as `ironring agent`, configured from the kernel command line only, so the ramdisk
  * needs none of the CLI's dependencies. Parameters: `ipa-api-url=` (required; Ironic's name, so
- * Ironic's boot files work too), `ironring.agent_port=` (default 9999), `ipa-advertise-host=`.
+ * Ironic's boot files work too), `ironring.agent_port=` (default 9999), `ipa-advertise-host=`,
+ * `ipa-inspection-callback-url=` (inspect the machine and post its inventory there).
  * Exits non-zero when it cannot start; /init starts it again.
  */
 import { readFileSync } from 'node:fs';
@@ -34,10 +35,12 @@ if (apiUrl === undefined || apiUrl === '') {
 }
 const port = Number(p.get('ironring.agent_port') ?? 9999);
 const advertise = p.get('ipa-advertise-host');
+const inspection = p.get('ipa-inspection-callback-url');
 const agent = new Agent({
   apiUrl,
   listenPort: Number.isInteger(port) && port > 0 && port < 65536 ? port : 9999,
   ...(advertise ? { advertiseHost: advertise } : {}),
+  ...(inspection ? { inspectionCallbackUrl: inspection } : {}),
   log: (line) => process.stdout.write(`ironring-agent: ${line}\n`),
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void agent.stop().then(() => process.exit(0)));

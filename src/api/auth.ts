@@ -3,7 +3,7 @@
  * `http_basic` checks HTTP Basic credentials against an Apache htpasswd file of bcrypt hashes, as
  * Ironic's `http_basic` does — off the event loop, unknown users at the cost of known ones, failed
  * attempts limited per client address (src/auth/). Version discovery and health stay public so
- * clients can negotiate and monitors can probe; the agent's lookup and heartbeat too, guarded by
+ * clients can negotiate and monitors can probe; the agent's lookup, heartbeat and inventory too, guarded by
  * the node's agent token instead (routes/agent.ts).
  */
 import type { FastifyInstance } from 'fastify';
@@ -17,14 +17,15 @@ export { readHtpasswd } from '../auth/basic-auth.js';
 const PUBLIC_PATHS = new Set(['/', '/v1', '/v1/', '/healthz']);
 
 /**
- * The agent's two requests, which a deploy ramdisk makes without user credentials (as Ironic's
- * policy lets them through): `GET /v1/lookup` and `POST /v1/heartbeat/{node}`, nothing under or
- * beside them and no other method. The heartbeat is proven by the node's agent token instead, and
- * the lookup hands out no more than a restricted view of a node that waits for its agent.
+ * The agent's three requests, which a deploy ramdisk makes without user credentials (as Ironic's
+ * policy lets them through): `GET /v1/lookup`, `POST /v1/heartbeat/{node}` and
+ * `POST /v1/continue_inspection`, nothing under or beside them and no other method. The heartbeat
+ * is proven by the node's agent token instead, an inventory by the token too once the node issued
+ * one, and the lookup hands out no more than a restricted view of a node that waits for its agent.
  */
 function isAgentRequest(path: string, method: string): boolean {
   if (method === 'GET') return path === '/v1/lookup';
-  if (method === 'POST') return /^\/v1\/heartbeat\/[^/]+$/.test(path);
+  if (method === 'POST') return /^\/v1\/heartbeat\/[^/]+$/.test(path) || path === '/v1/continue_inspection';
   return false;
 }
 

@@ -180,6 +180,7 @@ export class Conductor {
         fastTrack: { enabled: config.deploy.fast_track, timeoutSeconds: config.deploy.fast_track_timeout },
         eraseMetadataPriority: config.deploy.erase_devices_metadata_priority,
         eraseDevices: { priority: config.deploy.erase_devices_priority, iterations: config.deploy.shred_random_overwrite_iterations, zeroize: config.deploy.shred_final_overwrite_with_zeros },
+        inspectorPowerOff: config.inspector.power_off,
         // Without an HTTP boot URL (no HTTP boot server here and no [deploy] http_url), iPXE cannot
         // fetch its configs: PXE is the default then.
         ...(boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),
@@ -191,6 +192,12 @@ export class Conductor {
       drivers,
       logger: this.log,
       automatedClean: config.conductor.automated_clean,
+      inspector: {
+        addPorts: config.inspector.add_ports,
+        keepPorts: config.inspector.keep_ports,
+        updatePxeEnabled: config.inspector.update_pxe_enabled,
+        diskPartitioningSpacing: config.inspector.disk_partitioning_spacing,
+      },
       conductorId: () => this.conductorId,
       // Called only once work runs, which is after the reconciler below is built.
       bootStateMade: (uuid, stamp, ports) => reconciler.bootStateMade(uuid, stamp, ports),

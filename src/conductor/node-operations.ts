@@ -22,8 +22,12 @@ import type { ProvisionStatus } from '../nodes/state-machine.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
 import { abortCleaning, clean, withoutCleanBookkeeping } from './cleaning.js';
+import { DEFAULT_INSPECTOR_SETTINGS, finishInspection } from './inspection.js';
+import type { InspectorSettings } from './inspection.js';
+import { agentTokenMatches } from '../agent/agent-token.js';
+import type { InspectionData } from '../agent/inspection-data.js';
 import { failStrandedWork, resumeEvent, whyNotResume } from './stranded-work.js';
-import { endAgentSession, recordHeartbeat, registerAgentToken, withAgentSession } from './agent-session.js';
+import { endAgentSession, INVALID_AGENT_TOKEN, recordHeartbeat, registerAgentToken, withAgentSession } from './agent-session.js';
 import type { AgentSessionDeps, HeartbeatRecord } from './agent-session.js';
 
 /** The events a conductor fires when a state's work ends. */
@@ -60,6 +64,8 @@ export interface NodeOperationsDeps {
    * priority above 0 (default true, as Ironic's); false: it runs none and says so.
    */
   automatedClean?: boolean;
+  /** `[inspector]`: ports and local_gb from an inspection's inventory. Default Ironic's. */
+  inspector?: InspectorSettings;
   /** This conductor's row id, for `conductor_affinity` when its work leaves boot files here. */
   conductorId?: () => number | undefined;
   /**
@@ -201,6 +207,7 @@ export class NodeOperations {
   async provision(uuid: string, action: ProvisionAction, options: ProvisionOptions = {}): Promise<void> {
     const task = await this.lock(uuid, `provision ${action}`);
     let abortsCleaning = false;
+    let abortsInspection = false;
     try {
       const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
       const next = applyAction(status, action);
@@ -218,12 +225,17 @@ export class NodeOperations {
       }));
       await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `${action}: ${status.state} → ${next.state}` });
       abortsCleaning = status.state === 'clean wait' && next.state === 'clean failed';
+      abortsInspection = status.state === 'inspect wait' && next.state === 'inspect failed';
     } catch (err) {
       await task.release();
       throw err;
     }
     if (abortsCleaning) {
       this.background(task, async () => abortCleaning(task, await this.driverTask(task), (d) => this.readPower(d)));
+      return;
+    }
+    if (abortsInspection) {
+      this.background(task, () => this.abortInspection(task));
       return;
     }
     this.background(task, () => this.drive(task));
@@ -337,9 +349,11 @@ export class NodeOperations {
         return this.verify(task, driverTask);
       case 'cleaning':
         return clean(task, driverTask, status, { automatedClean: this.deps.automatedClean !== false, readPower: (d) => this.readPower(d) });
-      case 'inspecting':
-        await driver.inspect.inspectHardware(driverTask);
-        return { event: 'done' };
+      case 'inspecting': {
+        // The agent interface boots the node and waits for its inventory (`continueInspection`).
+        const outcome = await driver.inspect.inspectHardware(driverTask);
+        return outcome === 'wait' ? { event: 'wait', changes: await this.readPower(driverTask) } : { event: 'done' };
+      }
       case 'rescuing':
         await driver.rescue.rescue(driverTask);
         return { event: 'done' };
@@ -476,6 +490,59 @@ export class NodeOperations {
   /** Records a heartbeat of the node's agent and lets its deploy interface continue (`agent-session.ts`). */
   heartbeat(uuid: string, heartbeat: HeartbeatRecord): Promise<void> {
     return recordHeartbeat(this.agentSession(), uuid, heartbeat);
+  }
+
+  /**
+   * The agent's inventory for a node in `inspect wait` (Ironic's `continue_inspection`): checked
+   * here — the node still waits for it, and a node whose agent looked up (it holds a token) must be
+   * sent that token — then processed in the background under the node's lock
+   * (`inspection.ts`): properties and ports, the inventory stored, `manageable` (or
+   * `inspect failed` with `last_error`). `tokenHash` is the digest of the token the agent sent, or
+   * null when it sent none (IPA, which posts before any lookup).
+   */
+  async continueInspection(uuid: string, tokenHash: string | null, data: InspectionData): Promise<void> {
+    const check = (node: NodeRow) => {
+      if (node.provision_state !== 'inspect wait') throw new Conflict(`node ${node.uuid} is in provision state "${node.provision_state}", not "inspect wait": it is not waiting for an inventory`);
+      if (node.agent_token_hash !== null && (tokenHash === null || !agentTokenMatches(tokenHash, node.agent_token_hash))) throw new InvalidParameter(INVALID_AGENT_TOKEN);
+    };
+    // A wrong token is refused from a plain read, before the lock (as heartbeats are).
+    check((await acquireTask(this.deps.store, uuid, { host: '', shared: true })).node);
+    const task = await this.lock(uuid, 'continue inspection');
+    try {
+      check(task.node);
+    } catch (err) {
+      await task.release();
+      throw err;
+    }
+    this.background(task, async () => {
+      const driverTask = await this.driverTask(task);
+      const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
+      let changes: NodePatch = {};
+      let keepAgent = false;
+      let error: string | null = null;
+      try {
+        ({ changes, keepAgent } = await finishInspection(task, driverTask, data, { store: this.deps.store, settings: this.deps.inspector ?? DEFAULT_INSPECTOR_SETTINGS, readPower: (d) => this.readPower(d) }));
+      } catch (err) {
+        error = `inspection failed: ${(err as Error).message}`;
+        changes = await this.readPower(driverTask);
+      }
+      const next = transition(status, error === null ? 'done' : 'fail');
+      await task.update(withAgentSession(task.node, { ...changes, provision_state: next.state, target_provision_state: next.target, provision_updated_at: new Date(), last_error: error }, keepAgent));
+      await task.recordHistory({ eventType: 'provisioning', severity: error === null ? 'INFO' : 'ERROR', event: `${status.state} → ${next.state}${error !== null ? `: ${error}` : ''}` });
+    });
+  }
+
+  /** An aborted `inspect wait` (Ironic's `AgentInspect.abort`): the ramdisk torn down, the node off. */
+  private async abortInspection(task: NodeTask): Promise<void> {
+    const driverTask = await this.driverTask(task);
+    let error = 'By request, the inspection operation has been aborted';
+    try {
+      await driverTask.driver.inspect.tearDownInspection?.(driverTask, true);
+    } catch (err) {
+      error += `; ending the inspection failed: ${(err as Error).message}`;
+    }
+    await task.update({ last_error: error, ...(await this.readPower(driverTask)) });
+    await task.recordHistory({ eventType: 'inspection', severity: 'WARNING', event: error });
   }
 
   async setMaintenance(uuid: string, on: boolean, reason: string | null): Promise<void> {

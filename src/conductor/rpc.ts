@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { isAgentTokenHash } from '../agent/agent-token.js';
+import { parseInspectionData } from '../agent/inspection-data.js';
 import { MAX_HEARTBEAT_STRING_LENGTH, parseCallbackUrl } from '../agent/protocol.js';
 import { InvalidParameter, NotFound } from '../common/errors.js';
 import { parseCleanSteps } from '../drivers/index.js';
@@ -94,6 +95,15 @@ const ACTIONS: Readonly<Record<string, Handler>> = {
     if (!isAgentTokenHash(tokenHash)) throw new InvalidParameter('token_hash: expected a SHA-256 digest (64 hex digits)');
     if (typeof agentVersion !== 'string' || agentVersion.length > MAX_HEARTBEAT_STRING_LENGTH) throw new InvalidParameter(`agent_version: expected a string of at most ${MAX_HEARTBEAT_STRING_LENGTH} characters`);
     await ops.heartbeat(uuid, { tokenHash, callbackUrl: parseCallbackUrl(callbackUrl), agentVersion });
+    return { ok: true };
+  },
+
+  // The agent's inventory (continue_inspection): already checked by the API; checked again here,
+  // since this endpoint is reachable by anything holding the RPC credentials.
+  'POST continue_inspection': async (ops, uuid, body) => {
+    const { token_hash: tokenHash, data } = fields<{ token_hash: unknown; data: unknown }>(body);
+    if (tokenHash !== null && !isAgentTokenHash(tokenHash)) throw new InvalidParameter('token_hash: expected a SHA-256 digest (64 hex digits) or null');
+    await ops.continueInspection(uuid, tokenHash, parseInspectionData(data));
     return { ok: true };
   },
 

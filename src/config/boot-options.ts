@@ -1,6 +1,6 @@
 /**
  * The boot side of the option table (`options.ts`): network boot (`[pxe]`), the direct deploy and
- * its agent (`[deploy]`, `[agent]`), and DHCP (`[dnsmasq]`, `[dhcp]`). Kept apart only for size;
+ * its agent (`[deploy]`, `[inspector]`, `[agent]`), and DHCP (`[dnsmasq]`, `[dhcp]`). Kept apart only for size;
  * `OPTIONS` spreads these sections in, and they follow the same rules.
  */
 import type { OptionSpec } from './options.js';
@@ -152,6 +152,35 @@ export const BOOT_SECTIONS = {
       default: 99,
       description:
         "Priority of the direct deploy's erase_devices_metadata clean step (Ironic's [deploy] erase_devices_metadata_priority; the agent's default 99): automated cleaning runs it when above 0; 0 leaves it to manual cleaning.",
+    },
+  },
+  inspector: {
+    add_ports: {
+      type: { kind: 'enum', values: ['all', 'active', 'pxe', 'disabled'] },
+      default: 'pxe',
+      description:
+        "Which NICs of an inspected node get ports (Ironic's [inspector] add_ports): pxe — the one it network-booted from (every NIC with an address when the agent could not tell which); active — those with an IP address; all — every Ethernet NIC; disabled — none.",
+    },
+    keep_ports: {
+      type: { kind: 'enum', values: ['all', 'present', 'added'] },
+      default: 'all',
+      description:
+        "Which existing ports inspection keeps (Ironic's [inspector] keep_ports): all; present — those whose MAC the inventory lists; added — those add_ports would add.",
+    },
+    update_pxe_enabled: {
+      type: { kind: 'boolean' },
+      default: true,
+      description: "Whether inspection sets pxe_enabled on the node's kept ports to whether the node booted from them (Ironic's [inspector] update_pxe_enabled).",
+    },
+    power_off: {
+      type: { kind: 'boolean' },
+      default: true,
+      description: "Whether the node powers off once its inventory is in (Ironic's [inspector] power_off). With [deploy] fast_track it stays up running its agent whatever this says.",
+    },
+    disk_partitioning_spacing: {
+      type: { kind: 'boolean' },
+      default: true,
+      description: "Whether local_gb leaves 1 GiB of the root disk for partitioning (Ironic's [inspector] disk_partitioning_spacing).",
     },
   },
   agent: {

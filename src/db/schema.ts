@@ -115,6 +115,17 @@ export interface PortsTable {
   updated_at: CreatedAt;
 }
 
+/** What the last inspection of a node found (one row per node). */
+export interface NodeInventoryTable {
+  id: Generated<number>;
+  node_id: number;
+  /** The agent's hardware inventory, as it posted it. */
+  inventory_data: JsonWithDefault;
+  /** What the conductor derived (interfaces, root disk) and any extra data the agent sent. */
+  plugin_data: JsonWithDefault;
+  created_at: CreatedAt;
+}
+
 export interface NodeHistoryTable {
   id: Generated<number>;
   uuid: string;
@@ -222,6 +233,7 @@ export interface Database {
   nodes: NodesTable;
   ports: PortsTable;
   node_history: NodeHistoryTable;
+  node_inventory: NodeInventoryTable;
   cell_mappings: CellMappingsTable;
   host_mappings: HostMappingsTable;
   instance_mappings: InstanceMappingsTable;
@@ -255,6 +267,7 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
   },
   ports: { pxe_enabled: 'flag', local_link_connection: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   node_history: { created_at: 'timestamp' },
+  node_inventory: { inventory_data: 'json', plugin_data: 'json', created_at: 'timestamp' },
   cell_mappings: { disabled: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
   host_mappings: { created_at: 'timestamp', updated_at: 'timestamp' },
   instance_mappings: { queued_for_delete: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },

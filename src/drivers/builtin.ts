@@ -6,6 +6,7 @@ import { BootEnvironmentUnavailable } from './errors.js';
 import type { ImplementationCatalog } from './hardware-type.js';
 import { FakeBoot } from './fake/fake-boot.js';
 import { FakeDeploy } from './fake/fake-deploy.js';
+import { AgentInspect } from './direct/agent-inspect.js';
 import { FakeInspect } from './fake/fake-inspect.js';
 import { FAKE_HARDWARE } from './fake/fake-hardware.js';
 import { FakeManagement } from './fake/fake-management.js';
@@ -55,6 +56,8 @@ export interface BuiltinDriverOptions extends Pick<DriverRegistryOptions, 'enabl
   eraseMetadataPriority?: number;
   /** `[deploy] erase_devices_priority`, `shred_random_overwrite_iterations`, `shred_final_overwrite_with_zeros`. */
   eraseDevices?: { priority: number; iterations: number; zeroize: boolean };
+  /** `[inspector] power_off`: the agent inspection powers the node off after its inventory (default true). */
+  inspectorPowerOff?: boolean;
   /** The fake machines; pass one to inspect them from a test. Default a fresh one. */
   fakeState?: FakeHardwareState;
 }
@@ -87,7 +90,11 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
           ...(options.eraseDevices !== undefined ? { eraseDevices: options.eraseDevices } : {}),
         }),
       },
-      inspect: { 'no-inspect': new NoInspect(), fake: new FakeInspect(fake) },
+      inspect: {
+        'no-inspect': new NoInspect(),
+        fake: new FakeInspect(fake),
+        agent: new AgentInspect({ apiUrl: () => options.agentApiUrl ?? null, fastTrack: options.fastTrack?.enabled === true, powerOff: options.inspectorPowerOff ?? true }),
+      },
       management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },
       power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },
       rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(fake) },

@@ -197,10 +197,16 @@ describe.each(engines)('agent lookup and heartbeat on %s', (engine) => {
     for (const secret of [token, sha256(token), again.config.agent_token, sha256(again.config.agent_token)]) expect(logged).not.toContain(secret);
   });
 
-  it('lets exactly the two agent requests through without user credentials', async () => {
+  it('lets exactly the three agent requests through without user credentials', async () => {
     const uuid = await nodeIn('inspect wait', 'manageable');
     const token = ((await lookup(`addresses=${MAC}`, LATEST)).json() as Lookup).config.agent_token;
     expect((await heartbeat(uuid, { callback_url: 'https://[2001:db8::1]:9999', agent_token: token }, LATEST)).statusCode).toBe(202);
+    // The inventory passes authentication; the node's token is what it is checked against.
+    const report = { inventory: { interfaces: [{ name: 'eth0', mac_address: MAC }] } };
+    const inventory = (payload: unknown) => app.inject({ method: 'POST', url: '/v1/continue_inspection', headers: { ...LATEST, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+    const refused = await inventory(report);
+    expect(refused.statusCode).toBe(400);
+    expect(faultstring(refused.body)).toBe('Invalid or missing agent token received.');
     const guarded: Array<[string, string]> = [
       ['GET', '/v1/nodes'],
       ['GET', `/v1/nodes/${uuid}`],
@@ -211,6 +217,9 @@ describe.each(engines)('agent lookup and heartbeat on %s', (engine) => {
       ['POST', `/v1/heartbeat/${uuid}/x`],
       ['POST', '/v1/heartbeat/'],
       ['PUT', `/v1/heartbeat/${uuid}`],
+      ['GET', '/v1/continue_inspection'],
+      ['POST', '/v1/continue_inspection/x'],
+      ['GET', `/v1/nodes/${uuid}/inventory`],
       ['GET', '/v1/openapi.json'],
     ];
     for (const [method, url] of guarded) {

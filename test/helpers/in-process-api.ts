@@ -10,6 +10,7 @@ import { TaskTracker } from '../../src/cluster/task.js';
 import type { Logger } from '../../src/common/logger.js';
 import type { LoadedConfig } from '../../src/config/load.js';
 import { NodeOperations } from '../../src/conductor/node-operations.js';
+import type { NodeOperationsDeps } from '../../src/conductor/node-operations.js';
 import { callRpc } from '../../src/conductor/rpc.js';
 import type { Store } from '../../src/db/connect.js';
 import { createDriverRegistry } from '../../src/drivers/index.js';
@@ -23,9 +24,9 @@ export interface InProcessApi {
   close(): Promise<void>;
 }
 
-export async function startInProcessApi(store: Store, config: LoadedConfig['config'], logger: Logger, drivers: DriverRegistry = createDriverRegistry()): Promise<InProcessApi> {
+export async function startInProcessApi(store: Store, config: LoadedConfig['config'], logger: Logger, drivers: DriverRegistry = createDriverRegistry(), opsOptions: Partial<NodeOperationsDeps> = {}): Promise<InProcessApi> {
   await registerConductor(store, { hostname: 'aio', group: '', drivers: ['fake-hardware'], rpcUrl: 'http://127.0.0.1:9' }, 60);
-  const ops = new NodeOperations({ store, host: 'aio', tracker: new TaskTracker(), drivers, logger, retry: { attempts: 1, intervalMs: 10 } });
+  const ops = new NodeOperations({ store, host: 'aio', tracker: new TaskTracker(), drivers, logger, retry: { attempts: 1, intervalMs: 10 }, ...opsOptions });
   const calls: string[] = [];
   const local = {
     hostname: 'aio',

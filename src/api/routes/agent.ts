@@ -1,8 +1,9 @@
 /**
  * The agent's endpoints, as Ironic serves them to ironic-python-agent: `GET /v1/lookup` (which node
- * am I, and my configuration — with the node's agent token the first time) and
- * `POST /v1/heartbeat/{node}` (I am up at this URL). Both answer callers without user credentials
- * (api/auth.ts exempts exactly these two), so both bound what they read; the heartbeat is proven
+ * am I, and my configuration — with the node's agent token the first time),
+ * `POST /v1/heartbeat/{node}` (I am up at this URL) and `POST /v1/continue_inspection` (my
+ * hardware inventory). All answer callers without user credentials (api/auth.ts exempts exactly
+ * these three), so all bound what they read; the heartbeat is proven
  * by the node's agent token, which the node's owner checks (conductor/agent-session.ts).
  *
  * Tokens are made here and only their digests go on to the conductor: the token in clear exists in
@@ -10,6 +11,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { agentTokenHash, issueAgentToken } from '../../agent/agent-token.js';
+import { INSPECTION_BODY_LIMIT, parseInspectionData } from '../../agent/inspection-data.js';
 import { AGENT_API_VERSIONS, DEFAULT_AGENT_VERSION, HEARTBEAT_BODY_LIMIT, LOOKUP_NOT_FOUND, TOKEN_ALREADY_ISSUED, parseHeartbeat, parseLookupQuery } from '../../agent/protocol.js';
 import type { LookupAnswer, LookupQuery } from '../../agent/protocol.js';
 import { NotFound } from '../../common/errors.js';
@@ -43,8 +45,19 @@ export function agentRoutes(app: FastifyInstance, options: { store: Store; confi
     const node = await findNode(store, query);
     // Unknown MACs and a node in a state that expects no agent read the same (Ironic's restrict_lookup).
     if (node === null || !expectsAgent(node.provision_state)) throw new NotFound(LOOKUP_NOT_FOUND);
+    const token = await issueToken(node);
+    return lookupView(request, node, token.answer);
+  });
+
+  /** Issues the node's agent token unless it has one: the token in clear and as the answer shows it. */
+  async function issueToken(node: NodeRow): Promise<{ issued: string | null; hash: string | null; answer: string }> {
     const fresh = issueAgentToken();
     const { issued } = await router.call<{ issued: boolean }>(node, 'POST', 'agent_token', { token_hash: fresh.hash });
+    return issued ? { issued: fresh.token, hash: fresh.hash, answer: fresh.token } : { issued: null, hash: null, answer: TOKEN_ALREADY_ISSUED };
+  }
+
+  /** The node and the agent's configuration, as a lookup answers (and continue_inspection, as Ironic's from 1.84). */
+  function lookupView(request: FastifyRequest, node: NodeRow, token: string): LookupAnswer {
     return {
       node: {
         uuid: node.uuid,
@@ -55,11 +68,31 @@ export function agentRoutes(app: FastifyInstance, options: { store: Store; confi
       },
       config: {
         heartbeat_timeout: config.api.ramdisk_heartbeat_timeout,
-        agent_token: issued ? fresh.token : TOKEN_ALREADY_ISSUED,
+        agent_token: token,
         agent_token_required: true,
         agent_md5_checksum_enable: false,
       },
     };
+  }
+
+  /**
+   * The agent's hardware inventory at the end of its boot for inspection (Ironic's ramdisk
+   * endpoint): the node is found by the inventory's MACs and must be in `inspect wait` (else 404,
+   * as a lookup). A node whose agent looked up holds a token, which must come with the report; one
+   * that has none issues it now (IPA posts before it looks up), in the answer, a lookup's. The
+   * owner processes the report in the background (202).
+   */
+  app.post('/v1/continue_inspection', { bodyLimit: INSPECTION_BODY_LIMIT }, async (request, reply) => {
+    requireVersion(request.apiVersion, AGENT_API_VERSIONS.endpoints, request.url);
+    const data = parseInspectionData(request.body);
+    const node = await findNode(store, { addresses: data.macs, ignored: 0, nodeUuid: null });
+    if (node === null || node.provision_state !== 'inspect wait') throw new NotFound('no node waiting for inspection data matches the inventory\'s MAC addresses');
+    const token = await issueToken(node);
+    await router.call(node, 'POST', 'continue_inspection', {
+      token_hash: data.agentToken !== null ? agentTokenHash(data.agentToken) : token.hash,
+      data: { inventory: data.inventory, ...data.pluginData },
+    });
+    return reply.code(202).send(lookupView(request, node, token.answer));
   });
 
   app.post<{ Params: { ident: string } }>('/v1/heartbeat/:ident', { bodyLimit: HEARTBEAT_BODY_LIMIT }, async (request, reply) => {

@@ -12,6 +12,7 @@ import type { Store } from '../../db/connect.js';
 import { BOOT_DEVICES, parseCleanSteps } from '../../drivers/index.js';
 import { NODE_FIELDS } from '../../nodes/node-fields.js';
 import { applyNodePatch, parsePatch } from '../../nodes/node-patch.js';
+import { getInventory } from '../../nodes/inventory-store.js';
 import { getNode } from '../../nodes/node-store.js';
 import { InvalidStateTransition, actionMinVersion, isActionAllowed } from '../../nodes/state-machine.js';
 import { isPowerAction, isProvisionAction } from '../../nodes/states.js';
@@ -148,6 +149,13 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
   app.get<Node>('/v1/nodes/:ident/management/boot_device/supported', async (request) => {
     await getNode(store, request.params.ident);
     return { supported_boot_devices: [...BOOT_DEVICES] };
+  });
+
+  // What the node's last inspection found (Ironic's 1.81 resource; served at every version here
+  // until ironring's maximum reaches it).
+  app.get<Node>('/v1/nodes/:ident/inventory', async (request) => {
+    const node = await getNode(store, request.params.ident);
+    return getInventory(store, node);
   });
 
   app.put<Node>('/v1/nodes/:ident/maintenance', async (request, reply) => {

@@ -28,6 +28,7 @@ import { InvalidParameterValue } from '../errors.js';
 import { nodeBootMode } from '../capabilities.js';
 import { optionalString } from '../fields.js';
 import type { DriverTask } from '../task.js';
+import { agentRamdiskParams, bootAgentRamdisk, requireAgentApiUrl } from './agent-ramdisk.js';
 import { directImageInfo, directImageSource } from './image-info.js';
 import type { DirectImageSource, StagedRawImage } from './image-info.js';
 
@@ -136,17 +137,9 @@ export class DirectDeploy implements DeployInterface {
     return 'wait';
   }
 
-  /**
-   * Boots the deploy ramdisk: its boot files with `ipa-api-url`, the network once, power on (or
-   * reboot). The session of an agent that ran before ends first, so the new one can look up.
-   */
-  private async bootRamdisk(task: DriverTask): Promise<void> {
-    const { boot, management, power } = task.driver;
-    await task.forgetAgent?.();
-    await boot.prepareRamdisk(task, { 'ipa-api-url': this.apiUrl() });
-    await management.setBootDevice(task, 'pxe', false);
-    if ((await power.getPowerState(task)) === 'power on') await power.reboot(task);
-    else await power.setPowerState(task, 'power on');
+  /** Boots the deploy ramdisk (`agent-ramdisk.ts`). */
+  private bootRamdisk(task: DriverTask): Promise<void> {
+    return bootAgentRamdisk(task, this.apiUrl());
   }
 
   /**
@@ -418,7 +411,7 @@ export class DirectDeploy implements DeployInterface {
     switch (bootNeed(task.node.provision_state ?? '')) {
       case 'deploy':
       case 'rescue':
-        await task.driver.boot.prepareRamdisk(task, { 'ipa-api-url': this.apiUrl() });
+        await task.driver.boot.prepareRamdisk(task, agentRamdiskParams(this.apiUrl(), task.node.provision_state));
         return;
       case 'instance':
         await task.driver.boot.prepareLocalBoot(task);
@@ -429,11 +422,7 @@ export class DirectDeploy implements DeployInterface {
   }
 
   private apiUrl(): string {
-    const url = this.options.apiUrl();
-    if (url === null || url === '') {
-      throw new InvalidParameterValue('[deploy] agent_api_url', 'is not set and cannot be derived ([api] public_endpoint is empty): the deploy agent would not know where to look up and heartbeat');
-    }
-    return url;
+    return requireAgentApiUrl(this.options.apiUrl());
   }
 
   private endpoint(task: DriverTask, agent: AgentContact): AgentEndpoint {

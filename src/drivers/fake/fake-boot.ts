@@ -6,8 +6,10 @@ import type { FakeHardwareState } from './fake-state.js';
 export class FakeBoot implements BootInterface {
   constructor(private readonly state: FakeHardwareState) {}
 
-  async prepareRamdisk(task: DriverTask): Promise<void> {
-    this.state.machine(task.node).prepared = 'ramdisk';
+  async prepareRamdisk(task: DriverTask, params?: Readonly<Record<string, string>>): Promise<void> {
+    const machine = this.state.machine(task.node);
+    machine.prepared = 'ramdisk';
+    machine.ramdiskParams = { ...params };
   }
 
   async cleanUpRamdisk(task: DriverTask): Promise<void> {

@@ -16,7 +16,7 @@ export const FAKE_HARDWARE: HardwareType = {
     boot: ['fake', 'pxe', 'ipxe'],
     console: ['no-console', 'fake'],
     deploy: ['fake', 'ramdisk', 'direct'],
-    inspect: ['no-inspect', 'fake'],
+    inspect: ['no-inspect', 'fake', 'agent'],
     management: ['fake'],
     network: ['noop'],
     power: ['fake'],

@@ -12,8 +12,9 @@ export class FakeInspect implements InspectInterface {
 
   async validate(): Promise<void> {}
 
-  async inspectHardware(task: DriverTask): Promise<void> {
+  async inspectHardware(task: DriverTask): Promise<'done'> {
     this.state.machine(task.node).inspections += 1;
     task.logger.debug({ node: task.node.uuid }, 'fake inspection: nothing inspected');
+    return 'done';
   }
 }

@@ -19,6 +19,8 @@ export interface FakeMachine {
   persistent: boolean | null;
   /** Prepared boot files, or null when none. */
   prepared: FakeBootLabel | null;
+  /** The kernel parameters of the last ramdisk prepared (the agent's `ipa-*`). */
+  ramdiskParams?: Readonly<Record<string, string>>;
   /** How many times the machine was powered on (reboots included), for tests and demos. */
   powerOns: number;
   /** How many times the fake inspect interface "inspected" it. */

@@ -3,12 +3,12 @@ import type { HardwareType } from '../hardware-type.js';
 
 export const IPMI_HARDWARE: HardwareType = {
   name: 'ipmi',
-  description: 'IPMI BMC through ipmitool (lanplus): power and boot device; PXE or iPXE boot; ramdisk deploy',
+  description: 'IPMI BMC through ipmitool (lanplus): power and boot device; PXE or iPXE boot; ramdisk or direct deploy; agent inspection',
   supported: {
     boot: ['ipxe', 'pxe'],
     console: ['no-console'],
     deploy: ['ramdisk', 'direct'],
-    inspect: ['no-inspect'],
+    inspect: ['no-inspect', 'agent'],
     management: ['ipmitool'],
     network: ['noop'],
     power: ['ipmitool'],

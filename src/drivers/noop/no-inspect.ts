@@ -11,7 +11,7 @@ export class NoInspect implements InspectInterface {
     throw new UnsupportedDriverExtension(task.node.driver, 'inspect', 'no-inspect');
   }
 
-  async inspectHardware(task: DriverTask): Promise<void> {
+  async inspectHardware(task: DriverTask): Promise<never> {
     throw new UnsupportedDriverExtension(task.node.driver, 'inspect', 'no-inspect');
   }
 }
