@@ -117,7 +117,7 @@ export interface Lab {
   /** SIGTERM (graceful: waits for its exit) or SIGKILL. */
   stopConductor(c: LabConductor, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   /** Defines a VM on the lab's tap and starts its BMC; one machine at a time (they share the tap): the previous BMCs stop. */
-  addMachine(name: string, firmware: Firmware, options?: Pick<VmSpec, 'memoryMiB' | 'cpus' | 'rebootTimeoutMs' | 'disks'>): Promise<LabMachine>;
+  addMachine(name: string, firmware: Firmware, options?: Pick<VmSpec, 'memoryMiB' | 'cpus' | 'rebootTimeoutMs' | 'disks' | 'extraNics'>): Promise<LabMachine>;
   /**
    * Powers a machine `on` or `off` (or reads `status`) through its BMC with ipmitool, as an operator
    * would, bypassing ironring: a reboot loop powers on, waits for the marker, and the ramdisk powers

@@ -37,6 +37,11 @@ export interface VmSpec {
    * read-only disk.
    */
   disks?: Array<string | { file: string; serial?: string; readOnly?: boolean }>;
+  /**
+   * MACs of further virtio NICs, after the lab's: each on qemu's user-mode network (its own DHCP
+   * server, nothing else reachable), with no boot ROM, so the machine never network-boots from them.
+   */
+  extraNics?: string[];
 }
 
 /** A VM's command and files. */
@@ -83,6 +88,10 @@ export function defineVm(spec: VmSpec): Vm {
     // Entropy at boot: without it node waits over a second in getrandom in the deploy ramdisk.
     '-device', 'virtio-rng-pci',
   ];
+  for (const [i, mac] of (spec.extraNics ?? []).entries()) {
+    if (!/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(mac)) throw new Error(`extra NIC ${JSON.stringify(mac)} is not a lower-case MAC address`);
+    command.push('-netdev', `user,id=x${i},restrict=on`, '-device', `virtio-net-pci,netdev=x${i},mac=${mac},romfile=`);
+  }
   for (const [i, disk] of (spec.disks ?? []).entries()) {
     const { file, serial, readOnly } = typeof disk === 'string' ? { file: disk, serial: undefined, readOnly: false } : disk;
     if (serial !== undefined && !/^[A-Za-z0-9-]{1,20}$/.test(serial)) throw new Error(`disk serial ${JSON.stringify(serial)}: letters, digits and dashes, at most 20`);

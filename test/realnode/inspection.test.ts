@@ -1,0 +1,202 @@
+/**
+ * In-band inspection on a real machine: a qemu VM (2 vCPUs, 1 GiB, two virtio disks, two NICs —
+ * the second on qemu's user-mode network, never booted from) behind its virtual BMC, inspected
+ * with the stock client's `baremetal node inspect`. The conductor boots ironring's deploy ramdisk
+ * with `ipa-inspection-callback-url`; the agent reads the machine from /proc and /sys and posts
+ * its inventory; the node comes back `manageable` with the properties and the ports (`[inspector]
+ * add_ports = all`: both NICs, only the booted one PXE-enabled) of what qemu was given.
+ *
+ * Then the whole way from `manageable` to an image booted from the disk — inspect, provide (an
+ * automated clean) and deploy — once booting the agent for each verb, once with fast track, where
+ * the agent inspection booted serves the clean and the deploy: the times of both are printed.
+ *
+ * Run alone with `npx vitest run test/realnode/inspection.test.ts`; needs what the other real-node
+ * tests need (requirements.ts).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, ftruncateSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { api, enrollMachine, nodeStates, provision, waitForProvisionState } from './api.js';
+import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from './assets.js';
+import type { DeployRamdisk } from './assets.js';
+import { openLab } from './lab.js';
+import type { Lab, LabMachine } from './lab.js';
+import { realNodeAvailable } from './requirements.js';
+import { waitForMarker } from './vm.js';
+
+const available = realNodeAvailable();
+const execFileAsync = promisify(execFile);
+
+const STATE_TIMEOUT_MS = 90_000;
+const AGENT_TIMEOUT_MS = 300_000;
+const BOOT_TIMEOUT_MS = 120_000;
+const SCENARIO_TIMEOUT_MS = 900_000;
+const GIB = 2 ** 30;
+
+describe.skipIf(!available)('a real machine inspected by ironring agent', () => {
+  let lab: Lab;
+  let ramdisk: DeployRamdisk;
+
+  beforeAll(async () => {
+    ramdisk = deployRamdiskAsset();
+    lab = await openLab();
+    await lab.addConductor('c1', 11, { env: { IRONRING_INSPECTOR_ADD_PORTS: 'all' } });
+  }, 600_000);
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === 'fail') console.log(`real-node diagnostics after "${ctx.task.name}":\n${lab.diagnostics()}`);
+  });
+  afterAll(async () => {
+    await lab?.close();
+  }, 60_000);
+
+  /** A sparse virtual disk of `bytes` (nothing is written to most of it). */
+  function sparseDisk(name: string, bytes: number): string {
+    const file = path.join(lab.network.slot.dir, `${name}.disk.raw`);
+    const fd = openSync(file, 'w');
+    try {
+      ftruncateSync(fd, bytes);
+    } finally {
+      closeSync(fd);
+    }
+    return file;
+  }
+
+  /** A machine with the agent inspection and the direct deploy, enrolled and `manageable`. */
+  async function manageable(machine: LabMachine): Promise<string> {
+    const uuid = await enrollMachine(lab.app, machine, lab.network.hostAddress, lab.assets, {
+      bootInterface: 'ipxe',
+      bootMode: 'bios',
+      deployInterface: 'direct',
+      deployImages: { kernel: ramdisk.kernel, ramdisk: ramdisk.initramfs },
+      deployKernelParams: 'console=ttyS0 panic=-1',
+    });
+    const set = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [{ op: 'replace', path: '/inspect_interface', value: 'agent' }]);
+    expect(set.status, set.body).toBe(200);
+    await provision(lab.app, uuid, 'manage');
+    await waitForProvisionState(lab.app, uuid, 'manageable', STATE_TIMEOUT_MS);
+    return uuid;
+  }
+
+  /** `baremetal <args>` against the lab's API (no Keystone, a HOME of its own); its stderr when it fails, else ''. */
+  async function baremetal(args: string[]): Promise<string> {
+    const home = path.join(lab.network.slot.dir, 'client-home');
+    mkdirSync(home, { recursive: true });
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OS_') && !k.startsWith('IRONRING_')));
+    const run = await execFileAsync('baremetal', ['--os-endpoint', lab.apiUrl, '--os-auth-type', 'none', ...args], { env: { ...env, HOME: home }, timeout: 120_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
+    return 'failed' in run ? run.stderr : '';
+  }
+
+  const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+  const vmStarts = (machine: LabMachine, from: number) => machine.bmc.events.slice(from).filter((e) => e.startsWith('VM started ')).length;
+
+  /**
+   * From `manageable`: inspect, provide (automated clean), deploy a marker image to /dev/vda, and
+   * wait for the marker the image prints once booted from the disk. Returns the milliseconds from
+   * `inspect` to the marker and the VM starts the BMC saw.
+   */
+  async function inspectToActive(machine: LabMachine, uuid: string): Promise<{ ms: number; starts: number; stepsMs: number[] }> {
+    const token = randomBytes(6).toString('hex');
+    const image = markerDiskImage(token);
+    const imageFile = path.join(lab.network.slot.dir, `image-${token}.raw`);
+    writeFileSync(imageFile, image);
+    const from = machine.bmc.events.length;
+    machine.vm.clearLog();
+    const started = Date.now();
+    const steps: number[] = [];
+    await provision(lab.app, uuid, 'inspect');
+    await waitForProvisionState(lab.app, uuid, 'manageable', AGENT_TIMEOUT_MS);
+    steps.push(Date.now() - started);
+    await provision(lab.app, uuid, 'provide');
+    await waitForProvisionState(lab.app, uuid, 'available', AGENT_TIMEOUT_MS);
+    steps.push(Date.now() - started);
+    const res = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
+      { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile) },
+      { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha256' },
+      { op: 'add', path: '/instance_info/image_os_hash_value', value: sha256(image) },
+      { op: 'add', path: '/instance_info/image_disk_format', value: 'raw' },
+      { op: 'add', path: '/instance_info/root_device', value: { name: '/dev/vda' } },
+    ]);
+    expect(res.status, res.body).toBe(200);
+    await provision(lab.app, uuid, 'active');
+    await waitForProvisionState(lab.app, uuid, 'active', AGENT_TIMEOUT_MS);
+    await waitForMarker(machine.vm.serialLog, new RegExp(`${DISK_MARKER} ${token}`), BOOT_TIMEOUT_MS);
+    const ms = Date.now() - started;
+    steps.push(ms);
+    return { ms, starts: vmStarts(machine, from), stepsMs: steps };
+  }
+
+  it('baremetal node inspect: properties, both ports and the stored inventory are those of the VM qemu was given; then inspect → clean → deploy booting the agent for each', async () => {
+    const root = sparseDisk('insp-root', 6 * GIB);
+    const data = sparseDisk('insp-data', 5 * GIB);
+    const second = `52:54:00:78:${lab.network.slot.slot.toString(16).padStart(2, '0')}:02`;
+    const machine = await lab.addMachine('insp', 'bios', { disks: [{ file: root, serial: 'root-a' }, { file: data, serial: 'data-b' }], memoryMiB: 1024, cpus: 2, extraNics: [second] });
+    const uuid = await manageable(machine);
+    const from = machine.bmc.events.length;
+    const started = Date.now();
+    // As an operator asks for it: the stock client.
+    expect(await baremetal(['node', 'inspect', uuid])).toBe('');
+    await waitForProvisionState(lab.app, uuid, 'manageable', AGENT_TIMEOUT_MS);
+    console.log(`real node ${machine.name}: inspect → manageable (agent booted, inventory posted) in ${Date.now() - started} ms`);
+    // One network boot of the ramdisk, then powered off.
+    expect(machine.bmc.events.slice(from)).toContain('BOOTDEV network once');
+    expect(vmStarts(machine, from)).toBe(1);
+    const states = await nodeStates(lab.app, uuid);
+    expect(states).toMatchObject({ provision_state: 'manageable', power_state: 'power off', last_error: null });
+
+    const node = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ properties: Record<string, unknown> }>();
+    // 2 vCPUs, x86_64, 1 GiB in memory blocks; the smallest disk of 4 GiB or more is the 5 GiB one (less 1 GiB of spacing).
+    expect(node.properties).toMatchObject({ cpus: 2, cpu_arch: 'x86_64', memory_mb: 1024, local_gb: 4, capabilities: 'boot_mode:bios' });
+    const ports = (await api(lab.app, 'GET', `/v1/ports/detail?node=${uuid}`)).json<{ ports: Array<{ address: string; pxe_enabled: boolean }> }>().ports;
+    expect(ports.map((p) => [p.address, p.pxe_enabled]).sort()).toEqual([[machine.mac, true], [second, false]].sort());
+
+    const stored = await api(lab.app, 'GET', `/v1/nodes/${uuid}/inventory`);
+    expect(stored.status, stored.body).toBe(200);
+    interface Stored {
+      inventory: { cpu: unknown; memory: { physical_mb: number }; disks: Array<{ name: string; size: number; serial: string }>; interfaces: Array<{ mac_address: string }>; boot: unknown; system_vendor: { manufacturer: string } };
+      plugin_data: Record<string, unknown>;
+    }
+    const { inventory, plugin_data: plugin } = stored.json<Stored>();
+    expect(inventory.cpu).toMatchObject({ count: 2, architecture: 'x86_64' });
+    expect(inventory.memory.physical_mb).toBe(1024);
+    expect(inventory.disks.map((d) => [d.name, d.size, d.serial])).toEqual([['/dev/vda', 6 * GIB, 'root-a'], ['/dev/vdb', 5 * GIB, 'data-b']]);
+    expect(inventory.interfaces.map((i) => i.mac_address).sort()).toEqual([machine.mac, second].sort());
+    expect(inventory.boot).toEqual({ current_boot_mode: 'bios', pxe_interface: machine.mac });
+    expect(inventory.system_vendor.manufacturer).toBe('QEMU');
+    expect(plugin).toMatchObject({ root_disk: { name: '/dev/vdb' }, local_gb: 4 });
+
+    // The way to an instance without fast track: every verb boots the agent again.
+    const slow = await inspectToActive(machine, uuid);
+    console.log(`real node ${machine.name}: inspect → clean → deploy → disk-booted marker without fast track in ${slow.ms} ms (after inspect ${slow.stepsMs[0]}, provide ${slow.stepsMs[1]}); ${slow.starts} VM starts`);
+    // The ramdisk for each of inspect, clean and deploy, then the disk.
+    expect(slow.starts).toBe(4);
+    await machine.bmc.stop();
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('with fast track one agent boot serves inspect, clean and deploy: manageable to an image booted from the disk', async () => {
+    const c1 = lab.conductors[0]!;
+    const env = c1.env;
+    await lab.stopConductor(c1);
+    c1.env = { ...env, IRONRING_DEPLOY_FAST_TRACK: 'true' };
+    await lab.startConductor(c1);
+    try {
+      const root = sparseDisk('fast-root', 5 * GIB);
+      const machine = await lab.addMachine('insp-fast', 'bios', { disks: [{ file: root, serial: 'root-f' }], memoryMiB: 1024 });
+      const uuid = await manageable(machine);
+      const fast = await inspectToActive(machine, uuid);
+      console.log(`real node ${machine.name}: inspect → clean → deploy → disk-booted marker with fast track in ${fast.ms} ms (after inspect ${fast.stepsMs[0]}, provide ${fast.stepsMs[1]}); ${fast.starts} VM starts`);
+      // One ramdisk boot (inspection's), then the disk.
+      expect(fast.starts).toBe(2);
+      expect(await nodeStates(lab.app, uuid)).toMatchObject({ provision_state: 'active', power_state: 'power on', last_error: null });
+      const node = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ properties: Record<string, unknown> }>();
+      expect(node.properties).toMatchObject({ cpus: 1, memory_mb: 1024, local_gb: 4 });
+      await machine.bmc.stop();
+    } finally {
+      await lab.stopConductor(c1);
+      c1.env = env;
+      await lab.startConductor(c1);
+    }
+  }, SCENARIO_TIMEOUT_MS);
+});
