@@ -10,11 +10,14 @@
  * - A failure is the command's `command_error` — `{type, code, message, details}` — whose message
  *   is what the conductor writes to the node's `last_error`.
  */
+import { CommandFailed } from './command-failed.js';
+import { finalizeRescue } from './rescue-user.js';
+import type { RescueRoots } from './rescue-user.js';
 import { spawn } from 'node:child_process';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { InvalidParameter, IronringError } from '../common/errors.js';
+import { InvalidParameter } from '../common/errors.js';
 import { chooseRootDevice, decodeConfigDrive, deviceBytes, eraseDeviceMetadata, findDevicesByHints, getPartitionUuids, parseHints, scanBlockDevices, writeConfigDrive, writeImage } from './disk/index.js';
 import type { ParsedHint, WriteImageOptions, WriteImageResult } from './disk/index.js';
 import { eraseDevice } from './disk/erase-device.js';
@@ -41,20 +44,16 @@ export interface CommandContext {
   powerOff(): Promise<void>;
   /** The agent's own log lines, newest last, for `log.collect_system_logs`. */
   logLines(): string[];
+  /** Directories standing for /etc and /run (the rescue user, the rescue marker). */
+  rescueRoots: RescueRoots;
+  /** Told once the rescue user is set: the agent's work on this boot is over. */
+  rescued(): void;
   /** Writes a line to the agent's log (its console); absent in tests of one command. */
   log?(line: string): void;
   signal: AbortSignal;
 }
 
-/** A command that failed on the node: its message is the conductor's `last_error`. */
-export class CommandFailed extends IronringError {
-  constructor(
-    message: string,
-    readonly type = 'CommandExecutionError',
-  ) {
-    super(message);
-  }
-}
+export { CommandFailed } from './command-failed.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -341,6 +340,14 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       }
       // IPA's answer to a clean step: what the step returned, and the step.
       return { clean_result: name === 'erase_devices' ? await eraseDevices(params, context) : await eraseMetadata(params, context), clean_step: step };
+    },
+  },
+  'rescue.finalize_rescue': {
+    async: false,
+    run: async (params, context) => {
+      const said = await finalizeRescue(params, context.rescueRoots);
+      context.rescued();
+      return said;
     },
   },
   'log.collect_system_logs': {

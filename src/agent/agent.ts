@@ -67,6 +67,14 @@ export interface AgentOptions {
   inspectionCallbackUrl?: string;
   /** Collects the inventory (tests); default `collectInventory` over `sysRoot`/`devRoot`. */
   inventory?: () => Promise<Record<string, unknown>>;
+  /** Directories standing for /etc and /run (tests): where `rescue.finalize_rescue` writes. */
+  etcRoot?: string;
+  runRoot?: string;
+  /**
+   * Called once the rescue user is set and the answer sent: the agent has stopped heartbeating
+   * (the node is the operator's now). The ramdisk's entry point exits, and /init offers a login.
+   */
+  onRescued?: () => void;
   /** Extra CA certificates (PEM) for an https API. */
   ca?: string | Buffer;
   log?: (line: string) => void;
@@ -146,6 +154,19 @@ export class Agent {
     // that fast track can keep it up for the next verb; heartbeats go on after it.
     await this.heartbeat();
     await this.postInventory(this.options.inspectionCallbackUrl);
+  }
+
+  /** True once `rescue.finalize_rescue` set the rescue user. */
+  isRescued = false;
+
+  /** The rescue user is set: no more heartbeats (the node left the agent's states); tell the owner of the process. */
+  private rescued(): void {
+    this.isRescued = true;
+    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+    this.say(`IRONRING-RESCUE-READY: log in as rescue on the console`);
+    // After the command's answer is on its way.
+    setTimeout(() => this.options.onRescued?.(), 200).unref();
   }
 
   /** Inventory posts made (tests). */
@@ -287,7 +308,7 @@ export class Agent {
 
   /** Schedules the next heartbeat in `ms`; one in flight is followed by another at once. */
   private heartbeatSoon(ms: number): void {
-    if (this.stopping.signal.aborted) return;
+    if (this.stopping.signal.aborted || this.isRescued) return;
     if (this.heartbeatInFlight !== null && ms === 0) {
       this.heartbeatAgain = true;
       return;
@@ -475,6 +496,8 @@ export class Agent {
       writeOptions: this.options.writeOptions ?? {},
       powerOff: this.options.powerOff ?? defaultPowerOff,
       logLines: () => [...this.logs],
+      rescueRoots: { etc: this.options.etcRoot ?? '/etc', run: this.options.runRoot ?? '/run' },
+      rescued: () => this.rescued(),
       log: (line) => this.say(line),
       signal: this.stopping.signal,
     };

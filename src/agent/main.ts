@@ -42,6 +42,8 @@ const agent = new Agent({
   ...(advertise ? { advertiseHost: advertise } : {}),
   ...(inspection ? { inspectionCallbackUrl: inspection } : {}),
   log: (line) => process.stdout.write(`ironring-agent: ${line}\n`),
+  // Rescued: /init sees the marker this left in /run and offers a login on the console instead.
+  onRescued: () => void agent.stop().then(() => process.exit(0)),
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void agent.stop().then(() => process.exit(0)));
 agent.start().catch((err: unknown) => {

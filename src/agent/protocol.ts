@@ -246,7 +246,7 @@ export function parseHeartbeat(body: unknown, version: ProtocolVersion, served?:
 // ---- IPA's command API ----------------------------------------------------------------------
 
 /**
- * The commands ironring's `direct` deploy (and its cleaning) sends to an agent, as IPA names them
+ * The commands ironring's `direct` deploy (and its cleaning, inspection and rescue) sends to an agent, as IPA names them
  * (`<extension>.<command>`). The conductor sends only these; `ironring agent` serves them.
  */
 export const AGENT_COMMANDS = [
@@ -260,6 +260,7 @@ export const AGENT_COMMANDS = [
   'deploy.execute_deploy_step',
   'clean.get_clean_steps',
   'clean.execute_clean_step',
+  'rescue.finalize_rescue',
 ] as const;
 export type AgentCommandName = (typeof AGENT_COMMANDS)[number];
 

@@ -92,8 +92,8 @@ export async function registerAgentToken(deps: AgentSessionDeps, uuid: string, t
   });
 }
 
-/** The states in which a heartbeat moves the node's work on: a deploy's or a clean's, waiting for the agent. */
-const AGENT_WAIT_STATES: ReadonlySet<string> = new Set(['wait call-back', 'clean wait']);
+/** The states in which a heartbeat moves the node's work on: a deploy's, a clean's or a rescue's, waiting for the agent. */
+const AGENT_WAIT_STATES: ReadonlySet<string> = new Set(['wait call-back', 'clean wait', 'rescue wait']);
 
 /** A heartbeat as the API passes it on: the token as its digest, the fields already checked. */
 export interface HeartbeatRecord {
@@ -108,7 +108,7 @@ export interface HeartbeatRecord {
  * (an agent's URL does not change within its session, as Ironic refuses it), writes `agent_url`,
  * `agent_version` and `agent_last_heartbeat` (the database clock) into `driver_internal_info`.
  * A node in `wait call-back` or `clean wait` then hands the heartbeat to its deploy interface
- * (`DeployInterface.heartbeat`) and the conductor writes what that moved: merged
+ * (`DeployInterface.heartbeat`), one in `rescue wait` to its rescue interface, and the conductor writes what that moved: merged
  * `driver_internal_info`, `deploy failed` or `clean failed` with `last_error` (the node powered
  * off), or back to `deploying` or `cleaning`, whose work `deps.resume` takes over with the lock
  * still held (it releases it). In any other state (fast track: an agent left up after cleaning)
@@ -134,7 +134,9 @@ export async function recordHeartbeat(deps: AgentSessionDeps, uuid: string, hear
     if (!AGENT_WAIT_STATES.has(task.node.provision_state)) return;
     const driverTask = await deps.driverTask(task);
     const contact: AgentContact = { url: heartbeat.callbackUrl, version: heartbeat.agentVersion };
-    let progress = await driverTask.driver.deploy.heartbeat(driverTask, contact);
+    // A rescue's heartbeat is the rescue interface's; the others, the deploy interface's.
+    const { rescue, deploy } = driverTask.driver;
+    let progress = task.node.provision_state === 'rescue wait' ? ((await rescue.heartbeat?.(driverTask, contact)) ?? { kind: 'wait' }) : await deploy.heartbeat(driverTask, contact);
     let changes: NodePatch = {};
     if (progress.kind === 'fail') {
       // As Ironic's [deploy] power_off_after_deploy_failure and its tear-down of a failed clean: a

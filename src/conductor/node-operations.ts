@@ -12,7 +12,7 @@ import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import { uniqueViolation } from '../db/errors.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { BOOT_DEVICES, PowerActionFailed, validateCleanSteps } from '../drivers/index.js';
+import { BOOT_DEVICES, PowerActionFailed, RESCUE_FINALIZED_KEY, RESCUE_PASSWORD_KEY, validateCleanSteps } from '../drivers/index.js';
 import type { BootDevice, CleanStepRequest, DriverPort, DriverTask, PowerState } from '../drivers/index.js';
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
@@ -47,6 +47,8 @@ export interface ProvisionOptions {
   configdrive?: unknown;
   /** The steps of a manual clean (`clean`), already shaped by `parseCleanSteps`. */
   cleanSteps?: readonly CleanStepRequest[];
+  /** `rescue`: the crypt hash of the rescue password (the API hashed it). */
+  rescuePasswordHash?: string;
 }
 
 /** Provision states from which a node may be deleted (Ironic's rule). */
@@ -208,13 +210,16 @@ export class NodeOperations {
     const task = await this.lock(uuid, `provision ${action}`);
     let abortsCleaning = false;
     let abortsInspection = false;
+    let abortsRescue = false;
     try {
       const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
       const next = applyAction(status, action);
       // A clean starts afresh: what an earlier one left (a failed one's step index) must not be
       // taken for a clean coming back from `clean wait`.
       const internal = (await this.checkSupported(task, next.event, options.cleanSteps)) ?? (next.state === 'cleaning' ? withoutCleanBookkeeping(task.node.driver_internal_info) : undefined);
-      const instanceInfo = options.configdrive !== undefined ? { ...task.node.instance_info, configdrive: options.configdrive } : undefined;
+      let instanceInfo: Record<string, unknown> | undefined = options.configdrive !== undefined ? { ...task.node.instance_info, configdrive: options.configdrive } : undefined;
+      // Kept where Ironic keeps it, until the agent has set it (never the password in clear).
+      if (options.rescuePasswordHash !== undefined) instanceInfo = { ...task.node.instance_info, [RESCUE_PASSWORD_KEY]: options.rescuePasswordHash };
       await task.update(withAgentSession(task.node, {
         provision_state: next.state,
         target_provision_state: next.target,
@@ -226,6 +231,7 @@ export class NodeOperations {
       await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `${action}: ${status.state} → ${next.state}` });
       abortsCleaning = status.state === 'clean wait' && next.state === 'clean failed';
       abortsInspection = status.state === 'inspect wait' && next.state === 'inspect failed';
+      abortsRescue = status.state === 'rescue wait' && next.state === 'rescue failed';
     } catch (err) {
       await task.release();
       throw err;
@@ -234,8 +240,8 @@ export class NodeOperations {
       this.background(task, async () => abortCleaning(task, await this.driverTask(task), (d) => this.readPower(d)));
       return;
     }
-    if (abortsInspection) {
-      this.background(task, () => this.abortInspection(task));
+    if (abortsInspection || abortsRescue) {
+      this.background(task, () => this.abortWaiting(task, abortsRescue ? 'rescue' : 'inspection'));
       return;
     }
     this.background(task, () => this.drive(task));
@@ -354,9 +360,14 @@ export class NodeOperations {
         const outcome = await driver.inspect.inspectHardware(driverTask);
         return outcome === 'wait' ? { event: 'wait', changes: await this.readPower(driverTask) } : { event: 'done' };
       }
-      case 'rescuing':
-        await driver.rescue.rescue(driverTask);
-        return { event: 'done' };
+      case 'rescuing': {
+        // The agent rescue boots the node and waits for its agent (`rescue wait`); back here once
+        // the agent set the rescue user, to finish: the password's hash and the flag go.
+        if ((await driver.rescue.rescue(driverTask)) === 'wait') return { event: 'wait', changes: await this.readPower(driverTask) };
+        const { [RESCUE_PASSWORD_KEY]: _hash, ...instanceInfo } = task.node.instance_info;
+        const { [RESCUE_FINALIZED_KEY]: _done, ...internal } = task.node.driver_internal_info;
+        return { event: 'done', changes: { instance_info: instanceInfo, driver_internal_info: internal } };
+      }
       case 'unrescuing':
         await driver.rescue.unrescue(driverTask);
         return { event: 'done' };
@@ -532,17 +543,22 @@ export class NodeOperations {
     });
   }
 
-  /** An aborted `inspect wait` (Ironic's `AgentInspect.abort`): the ramdisk torn down, the node off. */
-  private async abortInspection(task: NodeTask): Promise<void> {
+  /**
+   * An aborted `inspect wait` or `rescue wait` (Ironic's abort of each): the ramdisk torn down, the
+   * node powered off; a rescue's password hash goes too.
+   */
+  private async abortWaiting(task: NodeTask, what: 'inspection' | 'rescue'): Promise<void> {
     const driverTask = await this.driverTask(task);
-    let error = 'By request, the inspection operation has been aborted';
+    let error = `By request, the ${what} operation has been aborted`;
     try {
-      await driverTask.driver.inspect.tearDownInspection?.(driverTask, true);
+      if (what === 'inspection') await driverTask.driver.inspect.tearDownInspection?.(driverTask, true);
+      else await driverTask.driver.rescue.tearDownRescue?.(driverTask);
     } catch (err) {
-      error += `; ending the inspection failed: ${(err as Error).message}`;
+      error += `; ending the ${what} failed: ${(err as Error).message}`;
     }
-    await task.update({ last_error: error, ...(await this.readPower(driverTask)) });
-    await task.recordHistory({ eventType: 'inspection', severity: 'WARNING', event: error });
+    const { [RESCUE_PASSWORD_KEY]: _hash, ...instanceInfo } = task.node.instance_info;
+    await task.update({ last_error: error, ...(what === 'rescue' ? { instance_info: instanceInfo } : {}), ...(await this.readPower(driverTask)) });
+    await task.recordHistory({ eventType: what, severity: 'WARNING', event: error });
   }
 
   async setMaintenance(uuid: string, on: boolean, reason: string | null): Promise<void> {

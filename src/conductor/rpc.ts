@@ -9,6 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import { isAgentTokenHash } from '../agent/agent-token.js';
 import { parseInspectionData } from '../agent/inspection-data.js';
+import { CRYPT_HASH } from '../agent/rescue-user.js';
 import { MAX_HEARTBEAT_STRING_LENGTH, parseCallbackUrl } from '../agent/protocol.js';
 import { InvalidParameter, NotFound } from '../common/errors.js';
 import { parseCleanSteps } from '../drivers/index.js';
@@ -56,10 +57,12 @@ const ACTIONS: Readonly<Record<string, Handler>> = {
   },
 
   'POST provision': async (ops, uuid, body) => {
-    const { target, configdrive, clean_steps: cleanSteps } = fields<{ target: unknown; configdrive: unknown; clean_steps: unknown }>(body);
+    const { target, configdrive, clean_steps: cleanSteps, rescue_password_hash: rescueHash } = fields<{ target: unknown; configdrive: unknown; clean_steps: unknown; rescue_password_hash: unknown }>(body);
+    if (rescueHash !== undefined && (typeof rescueHash !== 'string' || !CRYPT_HASH.test(rescueHash))) throw new InvalidParameter('rescue_password_hash: expected a SHA-256 or SHA-512 crypt hash');
     if (!isProvisionAction(target)) throw new InvalidParameter(`target: ${JSON.stringify(target)} is not a provision action`);
     await ops.provision(uuid, target, {
       ...(configdrive !== undefined ? { configdrive } : {}),
+      ...(rescueHash !== undefined ? { rescuePasswordHash: rescueHash as string } : {}),
       ...(cleanSteps !== undefined ? { cleanSteps: parseCleanSteps(cleanSteps) } : {}),
     });
     return { ok: true };

@@ -242,6 +242,12 @@ export const OPTIONS = {
       description:
         "Whether automated cleaning (after undeploy, and on provide) runs the clean steps the node's interfaces offer with a priority above 0, as Ironic's [conductor] automated_clean; false: the node goes to available with its disks as they were.",
     },
+    rescue_password_hash_algorithm: {
+      type: { kind: 'enum', values: ['sha256', 'sha512'] },
+      default: 'sha256',
+      description:
+        "The crypt hash a rescue password is kept as (Ironic's [conductor] rescue_password_hash_algorithm): the API hashes it on arrival, only the hash reaches the conductor and the node's agent, and it is dropped once the rescue user is set.",
+    },
     file_url_allowed_paths: {
       type: { kind: 'string', pattern: /^(?!(?:.*[/,]\s*)?\.\.(?:[/,]|\s*$))[^\0]*$/, describe: 'comma-separated directories, no ".." segments' },
       default: 'images',

@@ -7,6 +7,7 @@ import type { ImplementationCatalog } from './hardware-type.js';
 import { FakeBoot } from './fake/fake-boot.js';
 import { FakeDeploy } from './fake/fake-deploy.js';
 import { AgentInspect } from './direct/agent-inspect.js';
+import { AgentRescue } from './direct/agent-rescue.js';
 import { FakeInspect } from './fake/fake-inspect.js';
 import { FAKE_HARDWARE } from './fake/fake-hardware.js';
 import { FakeManagement } from './fake/fake-management.js';
@@ -97,7 +98,7 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
       },
       management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },
       power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },
-      rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(fake) },
+      rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(fake), agent: new AgentRescue({ apiUrl: () => options.agentApiUrl ?? null, client: new AgentClient(options.agentClient) }) },
     },
     enabledHardwareTypes: options.enabledHardwareTypes,
     enabledInterfaces: options.enabledInterfaces,

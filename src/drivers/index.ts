@@ -21,6 +21,7 @@ export { createDriverRegistry, NO_BOOT_ENVIRONMENT } from './builtin.js';
 export { BootDeviceActionFailed, BootEnvironmentUnavailable, InvalidParameterValue, IpmiFailure, PowerActionFailed, UnknownDriver, UnknownInterface, UnsupportedDriverExtension } from './errors.js';
 export type { InspectInterface } from './inspect.js';
 export type { RescueInterface } from './rescue.js';
+export { RESCUE_FINALIZED_KEY, RESCUE_PASSWORD_KEY } from './direct/agent-rescue.js';
 export type { CleanStep, CleanStepInterface, CleanStepRequest, CleanStepSource, CleanStepWait } from './clean-steps.js';
 export { automatedCleanSteps, CLEAN_STEP_INTERFACES, cleanStepsOf, executeCleanStep, parseCleanSteps, prepareCleaning, tearDownCleaning, validateCleanSteps } from './clean-steps.js';
 export type { BootEnvironmentPort } from './pxe/boot-environment-port.js';

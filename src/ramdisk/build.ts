@@ -197,7 +197,15 @@ fi
 echo "IRONRING-AGENT-STARTING"
 while true; do
   NODE_OPTIONS= /usr/bin/node /opt/ironring/dist/agent/main.js
-  echo "ironring deploy ramdisk: the agent exited ($?); starting it again in 5 s"
+  rc=$?
+  if [ -e /run/ironring-rescue ]; then
+    # Rescued (rescue.finalize_rescue set the rescue user): a login on the console, for good.
+    con=tty1
+    for w in $(cat /proc/cmdline); do case "$w" in console=*) con=\${w#console=}; con=\${con%%,*} ;; esac; done
+    echo "ironring deploy ramdisk: rescue mode, log in as rescue on $con"
+    while true; do getty -L 115200 "$con" vt100; sleep 1; done
+  fi
+  echo "ironring deploy ramdisk: the agent exited ($rc); starting it again in 5 s"
   sleep 5
 done
 `;

@@ -93,7 +93,7 @@ function registryWith(power: FakePower, state: FakeHardwareState): DriverRegistr
       power: { fake: power },
       rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(state) },
     },
-    enabledInterfaces: { boot: ['fake'], deploy: ['fake'], inspect: ['no-inspect', 'fake'] },
+    enabledInterfaces: { boot: ['fake'], deploy: ['fake'], inspect: ['no-inspect', 'fake'], rescue: ['no-rescue', 'fake'] },
   });
 }
 

@@ -13,6 +13,8 @@ import { BOOT_DEVICES, parseCleanSteps } from '../../drivers/index.js';
 import { NODE_FIELDS } from '../../nodes/node-fields.js';
 import { applyNodePatch, parsePatch } from '../../nodes/node-patch.js';
 import { getInventory } from '../../nodes/inventory-store.js';
+import { shaCrypt } from '../../common/sha-crypt.js';
+import type { ShaCryptAlgorithm } from '../../common/sha-crypt.js';
 import { getNode } from '../../nodes/node-store.js';
 import { InvalidStateTransition, actionMinVersion, isActionAllowed } from '../../nodes/state-machine.js';
 import { isPowerAction, isProvisionAction } from '../../nodes/states.js';
@@ -44,7 +46,7 @@ function objectBody(request: FastifyRequest): Record<string, unknown> {
 }
 
 export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter; rings: ConductorRings }): void {
-  const { store, router } = options;
+  const { store, router, config } = options;
   // After a change the answer reads the conductors afresh (a change is rare; a GET is not).
   const view = nodeView(options.rings, options.config, 'fresh');
   // Absolute, like the Location of a created node (and Ironic's): where to watch the change happen.
@@ -113,10 +115,13 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
     if (!isActionAllowed(state, target)) throw new InvalidStateTransition(state, target, request.apiVersion);
     // The shape of clean_steps is checked here; whether the node's interfaces offer them, by its conductor.
     const cleanSteps = body.clean_steps !== undefined ? parseCleanSteps(body.clean_steps) : undefined;
+    // The rescue password is hashed here and only the hash goes on (Ironic stores the hash too).
+    const rescueHash = rescuePasswordHash(target, body.rescue_password, config.conductor.rescue_password_hash_algorithm);
     await router.call(node, 'POST', 'provision', {
       target,
       ...(body.configdrive !== undefined && body.configdrive !== null ? { configdrive: body.configdrive } : {}),
       ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}),
+      ...(rescueHash !== undefined ? { rescue_password_hash: rescueHash } : {}),
     });
     return reply.code(202).header('Location', statesUrl(request, node.uuid)).send();
   });
@@ -170,4 +175,22 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
     await router.call(node, 'POST', 'maintenance', { maintenance: false });
     return reply.code(202).send();
   });
+}
+
+/** Longest rescue password accepted. */
+const MAX_RESCUE_PASSWORD = 255;
+
+/**
+ * The crypt hash of a rescue request's `rescue_password` (Ironic's rules: required and non-blank
+ * with `rescue`, refused with any other action); undefined for other actions.
+ */
+function rescuePasswordHash(target: string, password: unknown, algorithm: ShaCryptAlgorithm): string | undefined {
+  if (target !== 'rescue') {
+    if (password !== undefined && password !== null) throw new InvalidParameter("rescue_password: only valid when setting target provision state to rescue");
+    return undefined;
+  }
+  if (typeof password !== 'string' || password.trim() === '') throw new InvalidParameter("rescue_password: a non-empty 'rescue_password' is required when setting target provision state to rescue");
+  if (password.length > MAX_RESCUE_PASSWORD) throw new InvalidParameter(`rescue_password: at most ${MAX_RESCUE_PASSWORD} characters`);
+  if (/[\0\n\r]/.test(password)) throw new InvalidParameter('rescue_password: may not contain NUL or line breaks');
+  return shaCrypt(password, algorithm);
 }

@@ -20,7 +20,7 @@ export const FAKE_HARDWARE: HardwareType = {
     management: ['fake'],
     network: ['noop'],
     power: ['fake'],
-    rescue: ['no-rescue', 'fake'],
+    rescue: ['no-rescue', 'fake', 'agent'],
     vendor: ['no-vendor', 'fake'],
   },
 };

@@ -12,8 +12,9 @@ export class FakeRescue implements RescueInterface {
 
   async validate(): Promise<void> {}
 
-  async rescue(task: DriverTask): Promise<void> {
+  async rescue(task: DriverTask): Promise<'done'> {
     this.state.machine(task.node).rescued = true;
+    return 'done';
   }
 
   async unrescue(task: DriverTask): Promise<void> {

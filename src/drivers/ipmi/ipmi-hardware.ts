@@ -3,7 +3,7 @@ import type { HardwareType } from '../hardware-type.js';
 
 export const IPMI_HARDWARE: HardwareType = {
   name: 'ipmi',
-  description: 'IPMI BMC through ipmitool (lanplus): power and boot device; PXE or iPXE boot; ramdisk or direct deploy; agent inspection',
+  description: 'IPMI BMC through ipmitool (lanplus): power and boot device; PXE or iPXE boot; ramdisk or direct deploy; agent inspection and rescue',
   supported: {
     boot: ['ipxe', 'pxe'],
     console: ['no-console'],
@@ -12,7 +12,7 @@ export const IPMI_HARDWARE: HardwareType = {
     management: ['ipmitool'],
     network: ['noop'],
     power: ['ipmitool'],
-    rescue: ['no-rescue'],
+    rescue: ['no-rescue', 'agent'],
     vendor: ['no-vendor'],
   },
 };

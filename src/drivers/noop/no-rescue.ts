@@ -11,7 +11,7 @@ export class NoRescue implements RescueInterface {
     throw new UnsupportedDriverExtension(task.node.driver, 'rescue', 'no-rescue');
   }
 
-  async rescue(task: DriverTask): Promise<void> {
+  async rescue(task: DriverTask): Promise<never> {
     throw new UnsupportedDriverExtension(task.node.driver, 'rescue', 'no-rescue');
   }
 
