@@ -372,11 +372,7 @@ export class NodeOperations {
         await driver.rescue.unrescue(driverTask);
         return { event: 'done' };
       case 'adopting':
-        // Ironic's adoption: validate boot, then take the node over as a new owner would.
-        await driver.boot.validate(driverTask);
-        await driver.deploy.prepare(driverTask);
-        await driver.deploy.takeOver(driverTask);
-        return { event: 'done', changes: await this.readPower(driverTask) };
+        return this.adopt(task, driverTask);
       case 'deploying': {
         await driver.deploy.validate(driverTask);
         await driver.deploy.prepare(driverTask);
@@ -395,6 +391,35 @@ export class NodeOperations {
       default:
         return { event: null };
     }
+  }
+
+  /**
+   * `adopting` (Ironic's `do_node_adopt`): the boot and deploy interfaces validate, the node is
+   * taken over as a new owner would (the instance's boot files), and the BMC is asked what the
+   * machine is doing — its power state, which must answer (a node adopted blind would be
+   * recorded `active` with nothing known of it: `adopt failed` instead), and its boot device,
+   * recorded in the history beside it. Nothing is written to the machine's disks.
+   */
+  private async adopt(task: NodeTask, driverTask: DriverTask): Promise<StepResult> {
+    const { boot, deploy, management, power } = driverTask.driver;
+    await boot.validate(driverTask);
+    await deploy.prepare(driverTask);
+    await deploy.takeOver(driverTask);
+    let state: PowerState;
+    try {
+      state = await power.getPowerState(driverTask);
+    } catch (err) {
+      throw new Error(`the BMC did not say whether the machine runs: ${(err as Error).message}`, { cause: err });
+    }
+    let device = 'unknown';
+    try {
+      const read = await management.getBootDevice(driverTask);
+      device = `${read.boot_device ?? 'unknown'}${read.persistent === true ? ' (persistent)' : read.persistent === false ? ' (once)' : ''}`;
+    } catch (err) {
+      device = `unknown (${(err as Error).message})`;
+    }
+    await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `adopted: the BMC says ${state}, boot device ${device}` });
+    return { event: 'done', changes: { power_state: state } };
   }
 
   /**

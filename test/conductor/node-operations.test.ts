@@ -152,4 +152,13 @@ describe.each(engines)('node operations in process on %s', (engine) => {
     const rows = await db.store.db.selectFrom('node_history').select('conductor').execute();
     expect(new Set(rows.map((r) => r.conductor))).toEqual(new Set(['c1']));
   });
+
+  it('adopts a manageable node as its BMC reports it, recording power and boot device, without deploying', async () => {
+    const uuid = await addNode({ provision_state: 'manageable' });
+    await ops.provision(uuid, 'adopt');
+    await settle();
+    expect(await row(uuid)).toMatchObject({ provision_state: 'active', target_provision_state: null, last_error: null });
+    const events = await history(uuid);
+    expect(events).toEqual(['adopt: manageable → adopting', 'adopted: the BMC says power off, boot device unknown', 'adopting → active']);
+  });
 });

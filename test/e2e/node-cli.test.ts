@@ -94,6 +94,24 @@ describe('ironring node and port commands against ironring up', () => {
     expect(cli('node', 'unset', '--help').stdout).toMatch(/--boot-interface +reset the boot interface to the hardware type's/);
   });
 
+  it('inspects, adopts, rescues (password from standard input) and unrescues a node; inventory says when there is none', () => {
+    json('node', 'create', '--driver', 'fake-hardware', '--name', 'cli-verbs', '--inspect-interface', 'fake', '--rescue-interface', 'fake');
+    json('node', 'manage', 'cli-verbs', '--wait', '30');
+    expect(json('node', 'inspect', 'cli-verbs', '--wait', '30')).toMatchObject({ provision_state: 'manageable', last_error: null });
+    // The fake inspection stores no inventory: the API's 404, on one line.
+    const none = cli('node', 'inventory', 'cli-verbs');
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/^ironring: 404 from .*Inventory not found for node [0-9a-f-]{36}\.\n$/);
+    expect(json('node', 'adopt', 'cli-verbs', '--wait', '30')).toMatchObject({ provision_state: 'active' });
+    const missing = cli('node', 'rescue', 'cli-verbs');
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('--rescue-password');
+    const piped = spawnSync(process.execPath, [BIN, 'node', 'rescue', 'cli-verbs', '--rescue-password', '-', '--wait', '30', '--format', 'json', '--url', url], { input: 'pa ss\n', encoding: 'utf8', env: cleanEnv() });
+    expect(piped.status, piped.stderr).toBe(0);
+    expect(JSON.parse(piped.stdout)).toMatchObject({ provision_state: 'rescue' });
+    expect(json('node', 'unrescue', 'cli-verbs', '--wait', '30')).toMatchObject({ provision_state: 'active' });
+  });
+
   it('cleans a manageable node with --clean-steps given as JSON, @file or standard input', () => {
     json('node', 'create', '--driver', 'fake-hardware', '--name', 'cli-clean');
     json('node', 'manage', 'cli-clean', '--wait', '30');

@@ -141,8 +141,54 @@ const PROVISION: Array<[string, string, string, string]> = [
   ['deploy', 'active', 'active', 'deploy an available node'],
   ['undeploy', 'deleted', 'available', 'tear down a deployed node and clean it back to available'],
   ['clean', 'clean', 'manageable', 'clean a manageable node: run exactly the --clean-steps given, in order (manual cleaning)'],
+  ['inspect', 'inspect', 'manageable', "inspect a manageable node: its agent reports the hardware, which sets properties and ports (`node inventory` shows it)"],
+  ['rescue', 'rescue', 'rescue', 'boot an active node into the rescue ramdisk, with a login for user rescue (--rescue-password)'],
+  ['unrescue', 'unrescue', 'active', 'boot a rescued node back into its instance'],
+  ['adopt', 'adopt', 'active', 'take a manageable node that already runs its instance to active, without deploying'],
   ['abort', 'abort', '', 'abort the operation a waiting node is in'],
 ];
+
+/**
+ * `--rescue-password`: the password itself, or `-` for the first line of standard input (which
+ * keeps it out of the process list and the shell's history).
+ */
+export function readRescuePassword(value: string): string {
+  if (value !== '-') return value;
+  let text: string;
+  try {
+    text = readFileSync(0, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--rescue-password: cannot read standard input: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const line = text.split(/\r?\n/)[0] ?? '';
+  if (line.trim() === '') throw new UsageError('--rescue-password: standard input held no password');
+  return line;
+}
+
+/** The parts of an inventory the summary shows (any may be missing from what an agent sent). */
+interface Inventory {
+  cpu?: { count?: number; architecture?: string; model_name?: string | null };
+  memory?: { physical_mb?: number; total?: number };
+  disks?: Array<{ name?: string; size?: number; serial?: string | null }>;
+  interfaces?: Array<{ name?: string; mac_address?: string; ipv4_address?: string | null }>;
+  system_vendor?: { manufacturer?: string; product_name?: string; serial_number?: string };
+  boot?: { current_boot_mode?: string; pxe_interface?: string | null };
+}
+
+/** One line per part of an inventory, for people (`--format json` gives the whole document). */
+function inventorySummary(inv: Inventory, plugin: Record<string, unknown>): Record<string, unknown> {
+  const gib = (bytes: number | undefined) => (bytes === undefined ? '?' : `${(bytes / 2 ** 30).toFixed(1)} GiB`);
+  const root = (plugin.root_disk as { name?: string } | null | undefined)?.name;
+  return {
+    system: [inv.system_vendor?.manufacturer, inv.system_vendor?.product_name, inv.system_vendor?.serial_number].filter((p) => p).join(' ') || '?',
+    cpus: `${inv.cpu?.count ?? '?'} × ${inv.cpu?.architecture ?? '?'}${inv.cpu?.model_name ? ` (${inv.cpu.model_name})` : ''}`,
+    memory: `${inv.memory?.physical_mb ?? (inv.memory?.total !== undefined ? Math.floor(inv.memory.total / 2 ** 20) : '?')} MiB`,
+    disks: (inv.disks ?? []).map((d) => `${d.name ?? '?'} ${gib(d.size)}${d.serial ? ` serial ${d.serial}` : ''}${d.name === root ? ' (root)' : ''}`).join('; ') || 'none',
+    interfaces: (inv.interfaces ?? []).map((i) => `${i.name ?? '?'} ${i.mac_address ?? '?'}${i.ipv4_address ? ` ${i.ipv4_address}` : ''}${i.mac_address === inv.boot?.pxe_interface ? ' (booted from)' : ''}`).join('; ') || 'none',
+    boot_mode: inv.boot?.current_boot_mode ?? '?',
+    local_gb: plugin.local_gb ?? '?',
+  };
+}
 
 export function nodeCommand(): Command {
   const node = new Command('node').description('manage bare-metal nodes through the API (like `baremetal node`)');
@@ -190,7 +236,16 @@ export function nodeCommand(): Command {
       emit(format, n, () => renderRecord(shown));
     });
 
-  withClientOptions(node.command('create').description('enroll a node'))
+  withClientOptions(node.command('inventory').description("what the node's last inspection found: the agent's hardware inventory and what the conductor derived").argument('<node>', 'node uuid or name'))
+    .action(async (ident: string, _opts: unknown, command: Command) => {
+      const { base, format } = clientContext(command);
+      const found = await apiRequest<{ inventory: Inventory; plugin_data: Record<string, unknown> }>(base, 'GET', `/v1/nodes/${encodeURIComponent(ident)}/inventory`);
+      emit(format, found, () => renderRecord(inventorySummary(found.inventory, found.plugin_data)));
+    });
+
+  const create = withClientOptions(node.command('create').description('enroll a node'));
+  for (const { type, flag } of INTERFACE_FLAGS) create.option(`--${flag} <name>`, `${type} interface implementation: ${interfaceChoices(type)}`);
+  create
     .requiredOption('--driver <driver>', 'hardware type, e.g. ipmi or fake-hardware')
     .option('--name <name>', 'unique node name')
     .option('--uuid <uuid>', 'node uuid (default: generated)')
@@ -199,9 +254,10 @@ export function nodeCommand(): Command {
     .option('--driver-info <key=value>', 'driver_info entry (repeatable), e.g. ipmi_address=10.0.0.5', collect)
     .option('--property <key=value>', 'properties entry (repeatable)', collect)
     .option('--extra <key=value>', 'extra entry (repeatable)', collect)
-    .action(async (opts: { driver: string; name?: string; uuid?: string; resourceClass?: string; conductorGroup?: string; driverInfo?: string[]; property?: string[]; extra?: string[] }, command: Command) => {
+    .action(async (opts: { driver: string; name?: string; uuid?: string; resourceClass?: string; conductorGroup?: string; driverInfo?: string[]; property?: string[]; extra?: string[] } & Record<string, unknown>, command: Command) => {
       const { base, format } = clientContext(command);
       const body: Record<string, unknown> = { driver: opts.driver };
+      for (const { key, field } of INTERFACE_FLAGS) if (typeof opts[key] === 'string') body[field] = opts[key];
       if (opts.name !== undefined) body.name = opts.name;
       if (opts.uuid !== undefined) body.uuid = opts.uuid;
       if (opts.resourceClass !== undefined) body.resource_class = opts.resourceClass;
@@ -270,6 +326,9 @@ export function nodeCommand(): Command {
         `the steps to run, in order: a JSON list of {"interface", "step", "args"?} objects, @file holding one, or - for standard input; e.g. '${CLEAN_STEPS_EXAMPLE}'`,
       );
     }
+    if (verb === 'rescue') {
+      cmd.requiredOption('--rescue-password <password>', 'the password of user rescue in the rescue ramdisk, or - to read it from standard input; the API keeps only its crypt hash');
+    }
     if (verb === 'deploy') {
       cmd
         .addOption(new Option('--image <url>', 'the whole-disk image to write (direct deploy): sets instance_info.image_source first'))
@@ -288,13 +347,18 @@ export function nodeCommand(): Command {
           `wait until the node rests (default 600 s): exit 0 when it ${settled ? `is ${settled}` : 'rests'}; exit 1 with its last_error on stderr as soon as it fails (a "* failed" state, error, or a rest elsewhere such as enroll after a failed BMC check)`,
         ),
       )
-      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string; image?: string; imageChecksum?: string; configDrive?: string }, command: Command) => {
+      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string; image?: string; imageChecksum?: string; configDrive?: string; rescuePassword?: string }, command: Command) => {
         const seconds = waitSeconds(opts.wait, 600);
         const cleanSteps = opts.cleanSteps !== undefined ? readCleanSteps(opts.cleanSteps) : undefined;
+        const rescuePassword = opts.rescuePassword !== undefined ? readRescuePassword(opts.rescuePassword) : undefined;
         const imagePatch = [...imageInstanceInfo(opts.image, opts.imageChecksum), ...configDriveInstanceInfo(opts.configDrive)];
         const { base, format } = clientContext(command);
         if (imagePatch.length > 0) await apiRequest(base, 'PATCH', `/v1/nodes/${encodeURIComponent(ident)}`, imagePatch);
-        await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/provision`, { target, ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}) });
+        await apiRequest(base, 'PUT', `/v1/nodes/${encodeURIComponent(ident)}/states/provision`, {
+          target,
+          ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}),
+          ...(rescuePassword !== undefined ? { rescue_password: rescuePassword } : {}),
+        });
         if (seconds === null) return void process.stdout.write(`Requested ${verb} of node ${ident}\n`);
         const n = await waitForNode(base, ident, seconds);
         const failure = nodeFailure(n, settled);

@@ -1,5 +1,5 @@
 /**
- * In-band inspection on a real machine: a qemu VM (2 vCPUs, 1 GiB, two virtio disks, two NICs —
+ * Inspection and rescue through ironring's agent on a real machine. In-band inspection: a qemu VM (2 vCPUs, 1 GiB, two virtio disks, two NICs —
  * the second on qemu's user-mode network, never booted from) behind its virtual BMC, inspected
  * with the stock client's `baremetal node inspect`. The conductor boots ironring's deploy ramdisk
  * with `ipa-inspection-callback-url`; the agent reads the machine from /proc and /sys and posts
@@ -10,12 +10,16 @@
  * automated clean) and deploy — once booting the agent for each verb, once with fast track, where
  * the agent inspection booted serves the clean and the deploy: the times of both are printed.
  *
- * Run alone with `npx vitest run test/realnode/inspection.test.ts`; needs what the other real-node
+ * Rescue, asked for with the stock `baremetal node rescue --rescue-password`: the VM boots the
+ * agent, which sets the rescue user with the password's hash and hands the console to a login
+ * prompt; `baremetal node unrescue` boots the deployed image from the disk again.
+ *
+ * Run alone with `npx vitest run test/realnode/agent-lifecycle.test.ts`; needs what the other real-node
  * tests need (requirements.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, ftruncateSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, ftruncateSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -35,8 +39,9 @@ const AGENT_TIMEOUT_MS = 300_000;
 const BOOT_TIMEOUT_MS = 120_000;
 const SCENARIO_TIMEOUT_MS = 900_000;
 const GIB = 2 ** 30;
+const readFileText = (file: string): string => readFileSync(file, 'latin1');
 
-describe.skipIf(!available)('a real machine inspected by ironring agent', () => {
+describe.skipIf(!available)('a real machine inspected and rescued by ironring agent', () => {
   let lab: Lab;
   let ramdisk: DeployRamdisk;
 
@@ -73,7 +78,10 @@ describe.skipIf(!available)('a real machine inspected by ironring agent', () => 
       deployImages: { kernel: ramdisk.kernel, ramdisk: ramdisk.initramfs },
       deployKernelParams: 'console=ttyS0 panic=-1',
     });
-    const set = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [{ op: 'replace', path: '/inspect_interface', value: 'agent' }]);
+    const set = await api(lab.app, 'PATCH', `/v1/nodes/${uuid}`, [
+      { op: 'replace', path: '/inspect_interface', value: 'agent' },
+      { op: 'replace', path: '/rescue_interface', value: 'agent' },
+    ]);
     expect(set.status, set.body).toBe(200);
     await provision(lab.app, uuid, 'manage');
     await waitForProvisionState(lab.app, uuid, 'manageable', STATE_TIMEOUT_MS);
@@ -175,7 +183,7 @@ describe.skipIf(!available)('a real machine inspected by ironring agent', () => 
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 
-  it('with fast track one agent boot serves inspect, clean and deploy: manageable to an image booted from the disk', async () => {
+  it('with fast track one agent boot serves inspect, clean and deploy: manageable to an image booted from the disk; then baremetal node rescue and unrescue', async () => {
     const c1 = lab.conductors[0]!;
     const env = c1.env;
     await lab.stopConductor(c1);
@@ -192,6 +200,28 @@ describe.skipIf(!available)('a real machine inspected by ironring agent', () => 
       expect(await nodeStates(lab.app, uuid)).toMatchObject({ provision_state: 'active', power_state: 'power on', last_error: null });
       const node = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ properties: Record<string, unknown> }>();
       expect(node.properties).toMatchObject({ cpus: 1, memory_mb: 1024, local_gb: 4 });
+
+      // Rescue, as an operator asks for it: the agent boots, sets the rescue user, and the console
+      // offers a login; the password's hash is gone from the node.
+      machine.vm.clearLog();
+      let started = Date.now();
+      expect(await baremetal(['node', 'rescue', uuid, '--rescue-password', 'S3cret-rescue'])).toBe('');
+      await waitForProvisionState(lab.app, uuid, 'rescue', AGENT_TIMEOUT_MS);
+      await waitForMarker(machine.vm.serialLog, /IRONRING-RESCUE-READY/, BOOT_TIMEOUT_MS);
+      const prompt = await waitForMarker(machine.vm.serialLog, /rescue mode, log in as rescue on ttyS0[\s\S]*login: /, BOOT_TIMEOUT_MS);
+      console.log(`real node ${machine.name}: rescue → login prompt on the console in ${Date.now() - started} ms (prompt ${prompt.ms} ms)`);
+      const rescued = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ instance_info: Record<string, unknown>; provision_state: string; power_state: string }>();
+      expect(rescued).toMatchObject({ provision_state: 'rescue', power_state: 'power on' });
+      expect(rescued.instance_info).not.toHaveProperty('hashed_rescue_password');
+      expect(readFileText(machine.vm.serialLog)).not.toContain('S3cret-rescue');
+
+      // Unrescue: the image on the disk boots again.
+      machine.vm.clearLog();
+      started = Date.now();
+      expect(await baremetal(['node', 'unrescue', uuid])).toBe('');
+      await waitForProvisionState(lab.app, uuid, 'active', AGENT_TIMEOUT_MS);
+      await waitForMarker(machine.vm.serialLog, new RegExp(DISK_MARKER), BOOT_TIMEOUT_MS);
+      console.log(`real node ${machine.name}: unrescue → disk-booted marker in ${Date.now() - started} ms`);
       await machine.bmc.stop();
     } finally {
       await lab.stopConductor(c1);
