@@ -24,6 +24,7 @@ import type { InspectionData } from '../agent/inspection-data.js';
 import type { NodePatch, NodeTask } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { DriverTask } from '../drivers/index.js';
+import { RuleFailed, runInspectionRules } from '../nodes/inspection-rules.js';
 import { saveInventory } from '../nodes/inventory-store.js';
 import { createPort, deletePort, updatePort } from '../nodes/port-store.js';
 
@@ -216,11 +217,12 @@ export async function finishInspection(task: NodeTask, driverTask: DriverTask, d
   let tornDown = false;
   try {
     const findings = processInventory(task.node, data.inventory, deps.settings);
+    const ruled = await applyRules(task, findings, data, deps.store);
     tornDown = true;
     const { keepAgent } = (await inspect.tearDownInspection?.(driverTask, false)) ?? { keepAgent: false };
     const notes = await applyPorts(task, findings, deps);
     const pluginData = {
-      ...data.pluginData,
+      ...ruled.pluginData,
       all_interfaces: findings.allInterfaces,
       valid_interfaces: findings.validInterfaces,
       macs: Object.values(findings.validInterfaces).map((i) => i.mac_address),
@@ -234,12 +236,39 @@ export async function finishInspection(task: NodeTask, driverTask: DriverTask, d
       severity: 'INFO',
       event: `inspected: ${String(p.cpus ?? '?')} CPUs (${String(p.cpu_arch ?? '?')}), ${String(p.memory_mb ?? '?')} MiB, local_gb ${findings.localGb}${findings.rootDisk ? ` (${findings.rootDisk.name})` : ''}${notes.length > 0 ? `; ${notes.join(', ')}` : ''}`,
     });
-    return { changes: { properties: findings.properties, ...(keepAgent ? {} : await deps.readPower(driverTask)) }, keepAgent };
+    return { changes: { properties: findings.properties, ...ruled.changes, ...(keepAgent ? {} : await deps.readPower(driverTask)) }, keepAgent };
   } catch (err) {
     // A failed inspection leaves no ramdisk up: power off, files gone (once).
     if (!tornDown) await inspect.tearDownInspection?.(driverTask, true).catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * Runs the operator's inspection rules (`nodes/inspection-rules.ts`) on the findings: the node as
+ * the hooks left it, the inventory and the plugin data. Their changes to `properties` replace the
+ * findings' (they saw them); a rule's `fail` fails the inspection with its message.
+ */
+async function applyRules(task: NodeTask, findings: InspectionFindings, data: InspectionData, store: Store): Promise<{ changes: NodePatch; pluginData: Record<string, unknown> }> {
+  const rows = await store.db.selectFrom('inspection_rules').select(['uuid', 'description', 'priority', 'phase', 'sensitive', 'conditions', 'actions']).execute();
+  const pluginData = structuredClone(data.pluginData);
+  if (rows.length === 0) return { changes: {}, pluginData };
+  const node = { uuid: task.node.uuid, name: task.node.name, driver: task.node.driver, resource_class: task.node.resource_class, properties: findings.properties, extra: task.node.extra, driver_info: task.node.driver_info };
+  let outcome;
+  try {
+    outcome = runInspectionRules(rows, { inventory: data.inventory, plugin_data: pluginData, node });
+  } catch (err) {
+    if (err instanceof RuleFailed) throw new InspectionFailed(err.message);
+    throw new InspectionFailed(`an inspection rule could not run: ${(err as Error).message}`);
+  }
+  const { properties, extra, driver_info: driverInfo, resource_class: resourceClass } = outcome.changes;
+  if (properties !== undefined) findings.properties = properties;
+  for (const line of outcome.log) await task.recordHistory({ eventType: 'inspection', severity: 'INFO', event: `rule: ${line}` });
+  if (outcome.applied.length > 0) await task.recordHistory({ eventType: 'inspection', severity: 'INFO', event: `inspection rules applied: ${outcome.applied.join(', ')}` });
+  return {
+    changes: { ...(extra !== undefined ? { extra } : {}), ...(driverInfo !== undefined ? { driver_info: driverInfo } : {}), ...(resourceClass !== undefined ? { resource_class: resourceClass as string | null } : {}) },
+    pluginData,
+  };
 }
 
 /** Applies `planPorts`; returns one note per change for the history. */

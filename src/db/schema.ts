@@ -126,6 +126,20 @@ export interface NodeInventoryTable {
   created_at: CreatedAt;
 }
 
+/** An operator's inspection rule (src/nodes/inspection-rules.ts). */
+export interface InspectionRulesTable {
+  id: Generated<number>;
+  uuid: string;
+  description: Nullable<string>;
+  priority: ColumnType<number, number | undefined, number>;
+  phase: ColumnType<string, string | undefined, string>;
+  sensitive: ColumnType<boolean, boolean | undefined, boolean>;
+  conditions: JsonWithDefault<Array<{ op: string; args: Record<string, unknown> | unknown[] }>>;
+  actions: JsonWithDefault<Array<{ op: string; args: Record<string, unknown> | unknown[] }>>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
 export interface NodeHistoryTable {
   id: Generated<number>;
   uuid: string;
@@ -234,6 +248,7 @@ export interface Database {
   ports: PortsTable;
   node_history: NodeHistoryTable;
   node_inventory: NodeInventoryTable;
+  inspection_rules: InspectionRulesTable;
   cell_mappings: CellMappingsTable;
   host_mappings: HostMappingsTable;
   instance_mappings: InstanceMappingsTable;
@@ -268,6 +283,7 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
   ports: { pxe_enabled: 'flag', local_link_connection: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   node_history: { created_at: 'timestamp' },
   node_inventory: { inventory_data: 'json', plugin_data: 'json', created_at: 'timestamp' },
+  inspection_rules: { sensitive: 'flag', conditions: 'json', actions: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   cell_mappings: { disabled: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
   host_mappings: { created_at: 'timestamp', updated_at: 'timestamp' },
   instance_mappings: { queued_for_delete: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },

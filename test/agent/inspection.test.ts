@@ -258,6 +258,56 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     expect(stored.plugin_data).toMatchObject({ root_disk: { name: '/dev/vdb' } });
   });
 
+  it('runs the inspection rules: one sets the resource class, a capability and extra, a failing one fails the inspection', async () => {
+    await startApi();
+    const post = (payload: Record<string, unknown>) => app.inject({ method: 'POST', url: '/v1/inspection_rules', headers: LATEST, payload });
+    const tagging = await post({
+      description: 'uefi two-socket boxes',
+      priority: 10,
+      conditions: [{ op: 'eq', args: { values: ['{inventory[boot][current_boot_mode]}', 'uefi'] } }, { op: 'gt', args: { values: ['{inventory[cpu][count]}', 1] } }],
+      actions: [
+        { op: 'set-attribute', args: ['/resource_class', 'baremetal-uefi'] },
+        { op: 'set-capability', args: ['cpu_count', '{inventory[cpu][count]}'] },
+        { op: 'set-attribute', args: ['/extra/vendor', '{inventory[system_vendor][manufacturer]}'] },
+      ],
+    });
+    expect(tagging.statusCode, tagging.body).toBe(201);
+    const secret = await post({ sensitive: true, conditions: [{ op: 'is-true', args: [false] }], actions: [{ op: 'set-attribute', args: ['/driver_info/ipmi_password', 'never shown'] }] });
+    expect(secret.statusCode, secret.body).toBe(201);
+    const listed = (await app.inject({ method: 'GET', url: '/v1/inspection_rules', headers: LATEST })).json() as { inspection_rules: Array<Record<string, unknown>> };
+    expect(listed.inspection_rules.map((r) => r.description)).toEqual(['uefi two-socket boxes', null]);
+    expect(listed.inspection_rules[1]).toMatchObject({ sensitive: true, conditions: null, actions: null });
+    expect(JSON.stringify(listed)).not.toContain('never shown');
+    const bad = await post({ actions: [{ op: 'add-trait', args: ['CUSTOM_X'] }] });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.body).toContain('unsupported action');
+
+    const uuid = await manageableNode();
+    await inspect(uuid);
+    await until(uuid, ['inspect wait']);
+    startAgent();
+    const done = await until(uuid, ['manageable', 'inspect failed']);
+    expect(done.provision_state, done.last_error ?? '').toBe('manageable');
+    expect(done.resource_class).toBe('baremetal-uefi');
+    expect(done.properties).toMatchObject({ cpus: 2, capabilities: 'boot_mode:uefi,cpu_count:2' });
+    expect(done.extra).toEqual({ vendor: 'QEMU' });
+    expect(done.driver_info).not.toHaveProperty('ipmi_password');
+
+    // A rule that refuses the machine: inspect failed with its message, the node off.
+    expect((await post({ description: 'no small boxes', conditions: [{ op: 'lt', args: { values: ['{inventory[memory][physical_mb]}', 4096] } }], actions: [{ op: 'fail', args: ['only {inventory[memory][physical_mb]} MiB'] }] })).statusCode).toBe(201);
+    await inspect(uuid);
+    await until(uuid, ['inspect wait']);
+    startAgent();
+    const failed = await until(uuid, ['inspect failed', 'manageable']);
+    expect(failed.provision_state).toBe('inspect failed');
+    expect(failed.last_error).toBe('inspection failed: inspection rule no small boxes: only 1024 MiB');
+    expect(fake.peek(uuid)).toMatchObject({ power: 'power off' });
+
+    const gone = await app.inject({ method: 'DELETE', url: '/v1/inspection_rules', headers: LATEST });
+    expect(gone.statusCode).toBe(204);
+    expect(((await app.inject({ method: 'GET', url: '/v1/inspection_rules', headers: LATEST })).json() as { inspection_rules: unknown[] }).inspection_rules).toEqual([]);
+  });
+
   it('aborts an inspection waiting for its agent: inspect failed, the node off, its ramdisk gone', async () => {
     await startApi();
     const uuid = await manageableNode();
