@@ -144,16 +144,24 @@ export class Agent {
     this.callbackUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     this.say(`command API listening at ${this.callbackUrl}`);
     this.version = await this.negotiateVersion();
-    this.lookup = await this.findNode();
+    const inspection = this.options.inspectionCallbackUrl;
+    // Booted to inspect: a machine no node knows (auto-discovery) posts its inventory at once, as
+    // IPA does, and the API enrolls it; then it goes on looking itself up like any agent.
+    const found = inspection === undefined ? await this.findNode() : await this.findNode(true);
+    if (found === null) {
+      this.say('no node knows this machine: posting the inventory for discovery');
+      await this.postInventory(inspection!);
+      this.lookup = await this.findNode();
+    } else this.lookup = found;
     this.say(`found node ${this.lookup.node.uuid}; heartbeat timeout ${this.lookup.heartbeatTimeout} s`);
-    if (this.options.inspectionCallbackUrl === undefined) {
+    if (inspection === undefined || found === null) {
       this.heartbeatSoon(0);
       return;
     }
     // The conductor hears where this agent listens before the inventory ends the inspection, so
     // that fast track can keep it up for the next verb; heartbeats go on after it.
     await this.heartbeat();
-    await this.postInventory(this.options.inspectionCallbackUrl);
+    await this.postInventory(inspection);
   }
 
   /** True once `rescue.finalize_rescue` set the rescue user. */
@@ -260,7 +268,10 @@ export class Agent {
     }
   }
 
-  private async findNode(): Promise<LookupResult> {
+  /** Looks the node up until found; `unknownIsAnswer`: a 404 (no node has these MACs) answers null. */
+  private async findNode(unknownIsAnswer: true): Promise<LookupResult | null>;
+  private async findNode(): Promise<LookupResult>;
+  private async findNode(unknownIsAnswer = false): Promise<LookupResult | null> {
     const macs = this.options.macs ?? (await localMacs(this.options.sysRoot));
     if (macs.length === 0) throw new AgentError('no Ethernet interface was found to look the node up by; pass --mac');
     const started = Date.now();
@@ -280,6 +291,7 @@ export class Agent {
           }
         } else {
           this.say(`lookup by ${macs.join(', ')}: ${status} ${describe(json)}`);
+          if (status === 404 && unknownIsAnswer) return null;
         }
       } catch (err) {
         if (this.stopping.signal.aborted) throw err;

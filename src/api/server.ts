@@ -111,7 +111,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     nodeRoutes(api, { store, config, drivers, rings });
     const router = new ConductorRouter(config, rings, localConductor);
     nodeActionRoutes(api, { store, config, rings, router });
-    agentRoutes(api, { store, config, router });
+    agentRoutes(api, { store, config, router, drivers });
     inspectionRuleRoutes(api, { store, config });
     nodeValidateRoutes(api, { store, drivers });
     driverRoutes(api, { store, config, drivers });

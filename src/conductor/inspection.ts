@@ -24,6 +24,7 @@ import type { InspectionData } from '../agent/inspection-data.js';
 import type { NodePatch, NodeTask } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import type { DriverTask } from '../drivers/index.js';
+import type { NodeRow } from '../nodes/node-store.js';
 import { RuleFailed, runInspectionRules } from '../nodes/inspection-rules.js';
 import { saveInventory } from '../nodes/inventory-store.js';
 import { createPort, deletePort, updatePort } from '../nodes/port-store.js';
@@ -217,25 +218,12 @@ export async function finishInspection(task: NodeTask, driverTask: DriverTask, d
   let tornDown = false;
   try {
     const findings = processInventory(task.node, data.inventory, deps.settings);
-    const ruled = await applyRules(task, findings, data, deps.store);
+    const ruled = await applyInspectionRules(deps.store, task.node, findings, data, (event) => task.recordHistory({ eventType: 'inspection', severity: 'INFO', event }));
     tornDown = true;
     const { keepAgent } = (await inspect.tearDownInspection?.(driverTask, false)) ?? { keepAgent: false };
     const notes = await applyPorts(task, findings, deps);
-    const pluginData = {
-      ...ruled.pluginData,
-      all_interfaces: findings.allInterfaces,
-      valid_interfaces: findings.validInterfaces,
-      macs: Object.values(findings.validInterfaces).map((i) => i.mac_address),
-      root_disk: findings.rootDisk,
-      local_gb: findings.localGb,
-    };
-    await saveInventory(deps.store, task.node.id, { inventory: data.inventory, plugin_data: pluginData });
-    const p = findings.properties;
-    await task.recordHistory({
-      eventType: 'inspection',
-      severity: 'INFO',
-      event: `inspected: ${String(p.cpus ?? '?')} CPUs (${String(p.cpu_arch ?? '?')}), ${String(p.memory_mb ?? '?')} MiB, local_gb ${findings.localGb}${findings.rootDisk ? ` (${findings.rootDisk.name})` : ''}${notes.length > 0 ? `; ${notes.join(', ')}` : ''}`,
-    });
+    await saveInventory(deps.store, task.node.id, { inventory: data.inventory, plugin_data: storedPluginData(ruled.pluginData, findings) });
+    await task.recordHistory({ eventType: 'inspection', severity: 'INFO', event: inspectionSummary(findings, notes) });
     return { changes: { properties: findings.properties, ...ruled.changes, ...(keepAgent ? {} : await deps.readPower(driverTask)) }, keepAgent };
   } catch (err) {
     // A failed inspection leaves no ramdisk up: power off, files gone (once).
@@ -244,31 +232,53 @@ export async function finishInspection(task: NodeTask, driverTask: DriverTask, d
   }
 }
 
+/** The node fields inspection rules read, as the rules see them (`node.…` references). */
+export type RuleNode = Pick<NodeRow, 'uuid' | 'name' | 'driver' | 'resource_class' | 'extra' | 'driver_info'>;
+
 /**
  * Runs the operator's inspection rules (`nodes/inspection-rules.ts`) on the findings: the node as
  * the hooks left it, the inventory and the plugin data. Their changes to `properties` replace the
- * findings' (they saw them); a rule's `fail` fails the inspection with its message.
+ * findings' (they saw them); a rule's `fail` fails the inspection with its message (`InspectionFailed`).
+ * `record` gets a line for the node's history per `log` action and one naming the rules applied.
  */
-async function applyRules(task: NodeTask, findings: InspectionFindings, data: InspectionData, store: Store): Promise<{ changes: NodePatch; pluginData: Record<string, unknown> }> {
+export async function applyInspectionRules(store: Store, node: RuleNode, findings: InspectionFindings, data: InspectionData, record: (line: string) => Promise<void>): Promise<{ changes: NodePatch; pluginData: Record<string, unknown> }> {
   const rows = await store.db.selectFrom('inspection_rules').select(['uuid', 'description', 'priority', 'phase', 'sensitive', 'conditions', 'actions']).execute();
   const pluginData = structuredClone(data.pluginData);
   if (rows.length === 0) return { changes: {}, pluginData };
-  const node = { uuid: task.node.uuid, name: task.node.name, driver: task.node.driver, resource_class: task.node.resource_class, properties: findings.properties, extra: task.node.extra, driver_info: task.node.driver_info };
+  const view = { uuid: node.uuid, name: node.name, driver: node.driver, resource_class: node.resource_class, properties: findings.properties, extra: node.extra, driver_info: node.driver_info };
   let outcome;
   try {
-    outcome = runInspectionRules(rows, { inventory: data.inventory, plugin_data: pluginData, node });
+    outcome = runInspectionRules(rows, { inventory: data.inventory, plugin_data: pluginData, node: view });
   } catch (err) {
     if (err instanceof RuleFailed) throw new InspectionFailed(err.message);
     throw new InspectionFailed(`an inspection rule could not run: ${(err as Error).message}`);
   }
   const { properties, extra, driver_info: driverInfo, resource_class: resourceClass } = outcome.changes;
   if (properties !== undefined) findings.properties = properties;
-  for (const line of outcome.log) await task.recordHistory({ eventType: 'inspection', severity: 'INFO', event: `rule: ${line}` });
-  if (outcome.applied.length > 0) await task.recordHistory({ eventType: 'inspection', severity: 'INFO', event: `inspection rules applied: ${outcome.applied.join(', ')}` });
+  for (const line of outcome.log) await record(`rule: ${line}`);
+  if (outcome.applied.length > 0) await record(`inspection rules applied: ${outcome.applied.join(', ')}`);
   return {
     changes: { ...(extra !== undefined ? { extra } : {}), ...(driverInfo !== undefined ? { driver_info: driverInfo } : {}), ...(resourceClass !== undefined ? { resource_class: resourceClass as string | null } : {}) },
     pluginData,
   };
+}
+
+/** The plugin data stored with an inventory: the agent's, and what the hooks derived. */
+export function storedPluginData(pluginData: Record<string, unknown>, findings: InspectionFindings): Record<string, unknown> {
+  return {
+    ...pluginData,
+    all_interfaces: findings.allInterfaces,
+    valid_interfaces: findings.validInterfaces,
+    macs: Object.values(findings.validInterfaces).map((i) => i.mac_address),
+    root_disk: findings.rootDisk,
+    local_gb: findings.localGb,
+  };
+}
+
+/** One line for the history: what the inspection found. */
+export function inspectionSummary(findings: InspectionFindings, notes: readonly string[]): string {
+  const p = findings.properties;
+  return `inspected: ${String(p.cpus ?? '?')} CPUs (${String(p.cpu_arch ?? '?')}), ${String(p.memory_mb ?? '?')} MiB, local_gb ${findings.localGb}${findings.rootDisk ? ` (${findings.rootDisk.name})` : ''}${notes.length > 0 ? `; ${notes.join(', ')}` : ''}`;
 }
 
 /** Applies `planPorts`; returns one note per change for the history. */

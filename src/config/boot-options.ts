@@ -1,6 +1,6 @@
 /**
  * The boot side of the option table (`options.ts`): network boot (`[pxe]`), the direct deploy and
- * its agent (`[deploy]`, `[inspector]`, `[agent]`), and DHCP (`[dnsmasq]`, `[dhcp]`). Kept apart only for size;
+ * its agent (`[deploy]`, `[inspector]`, `[auto_discovery]`, `[agent]`), and DHCP (`[dnsmasq]`, `[dhcp]`). Kept apart only for size;
  * `OPTIONS` spreads these sections in, and they follow the same rules.
  */
 import type { OptionSpec } from './options.js';
@@ -181,6 +181,19 @@ export const BOOT_SECTIONS = {
       type: { kind: 'boolean' },
       default: true,
       description: "Whether local_gb leaves 1 GiB of the root disk for partitioning (Ironic's [inspector] disk_partitioning_spacing).",
+    },
+  },
+  auto_discovery: {
+    enabled: {
+      type: { kind: 'boolean' },
+      default: false,
+      description:
+        "Ironic's [auto_discovery] enabled: an inventory posted by a machine no node knows (it network-booted the discovery ramdisk) enrolls it as a new node in enroll, with its properties, ports and inventory, extra.auto_discovered = true.",
+    },
+    driver: {
+      type: { kind: 'enum', values: ['ipmi', 'fake-hardware'] },
+      default: 'ipmi',
+      description: "Hardware type of discovered nodes (Ironic's [auto_discovery] driver); an ipmi node gets driver_info.ipmi_address from the BMC address the agent read, when it read one.",
     },
   },
   agent: {

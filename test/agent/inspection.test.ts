@@ -54,8 +54,8 @@ describe.each(engines)('agent inspection on %s', (engine) => {
   let fake: FakeHardwareState;
   const agents: Agent[] = [];
 
-  async function startApi(settings: Partial<InspectorSettings> = {}, fastTrack = false): Promise<void> {
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
+  async function startApi(settings: Partial<InspectorSettings> = {}, fastTrack = false, env: Record<string, string> = {}): Promise<void> {
+    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth', ...env } }).config;
     const logger = createLogger({ level: 'warn', pretty: false });
     fake = new FakeHardwareState();
     const drivers = createDriverRegistry({ fakeState: fake, agentApiUrl: 'http://api.invalid:6385/', ...(fastTrack ? { fastTrack: { enabled: true, timeoutSeconds: 300 } } : {}) });
@@ -204,6 +204,10 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     // Not waiting for an inventory: answered as a lookup of an unknown node is.
     let res = await post({ inventory: inventory() });
     expect(res.statusCode, res.body).toBe(404);
+    // A machine no node knows, with auto-discovery off (the default): the same, nothing enrolled.
+    res = await post({ inventory: { ...inventory(), interfaces: [{ name: 'eth9', mac_address: '52:54:00:99:99:99' }] } });
+    expect(res.statusCode, res.body).toBe(404);
+    expect(await db.store.db.selectFrom('nodes').select('id').execute()).toHaveLength(1);
     expect((await row(uuid)).provision_state).toBe('manageable');
 
     await inspect(uuid);
@@ -306,6 +310,38 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     const gone = await app.inject({ method: 'DELETE', url: '/v1/inspection_rules', headers: LATEST });
     expect(gone.statusCode).toBe(204);
     expect(((await app.inject({ method: 'GET', url: '/v1/inspection_rules', headers: LATEST })).json() as { inspection_rules: unknown[] }).inspection_rules).toEqual([]);
+  });
+
+  it('auto-discovery: a machine no node knows posts its inventory and is enrolled, with properties, ports and inventory', async () => {
+    const report = () => ({ ...inventory(), bmc_address: '192.0.2.99' });
+    await startApi({}, false, { IRONRING_AUTO_DISCOVERY_ENABLED: 'true', IRONRING_AUTO_DISCOVERY_DRIVER: 'ipmi' });
+    const agent = startAgent(report);
+    const end = Date.now() + 20_000;
+    let nodes: Array<{ uuid: string }> = [];
+    while (nodes.length === 0 && Date.now() < end) {
+      nodes = await db.store.db.selectFrom('nodes').select('uuid').execute();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(nodes).toHaveLength(1);
+    const node = await row(nodes[0]!.uuid);
+    expect(agent.inventoryPosts).toBe(1);
+    expect(node).toMatchObject({
+      driver: 'ipmi',
+      provision_state: 'enroll',
+      inspect_interface: 'agent',
+      extra: { auto_discovered: true },
+      driver_info: { ipmi_address: '192.0.2.99' },
+      properties: { cpus: 2, cpu_arch: 'x86_64', memory_mb: 1024, local_gb: 7, capabilities: 'boot_mode:uefi' },
+    });
+    expect(await ports(node.uuid)).toEqual([[MAC1, true]]);
+    const stored = await app.inject({ method: 'GET', url: `/v1/nodes/${node.uuid}/inventory`, headers: LATEST });
+    expect((stored.json() as { inventory: unknown }).inventory).toEqual(report());
+    const history = await db.store.db.selectFrom('node_history').select(['event']).where('node_id', '=', node.id).orderBy('id').execute();
+    expect(history.map((h) => h.event)).toContain('discovered and enrolled (driver ipmi)');
+    // The same machine again: it is known now, and not waiting for an inventory.
+    const again = await app.inject({ method: 'POST', url: '/v1/continue_inspection', headers: LATEST, payload: { inventory: report() } });
+    expect(again.statusCode).toBe(404);
+    expect(await db.store.db.selectFrom('nodes').select('id').execute()).toHaveLength(1);
   });
 
   it('aborts an inspection waiting for its agent: inspect failed, the node off, its ramdisk gone', async () => {

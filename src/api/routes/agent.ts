@@ -15,6 +15,8 @@ import { INSPECTION_BODY_LIMIT, parseInspectionData } from '../../agent/inspecti
 import { AGENT_API_VERSIONS, DEFAULT_AGENT_VERSION, HEARTBEAT_BODY_LIMIT, LOOKUP_NOT_FOUND, TOKEN_ALREADY_ISSUED, parseHeartbeat, parseLookupQuery } from '../../agent/protocol.js';
 import type { LookupAnswer, LookupQuery } from '../../agent/protocol.js';
 import { NotFound } from '../../common/errors.js';
+import type { DriverRegistry } from '../../drivers/index.js';
+import { enrollDiscovered } from '../discovery.js';
 import { maskSecrets } from '../../common/mask.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
@@ -36,8 +38,10 @@ async function findNode(store: Store, query: LookupQuery): Promise<NodeRow | nul
   return (await store.db.selectFrom('nodes').selectAll().where('id', '=', owners[0]!.node_id).executeTakeFirst()) ?? null;
 }
 
-export function agentRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter }): void {
-  const { store, config, router } = options;
+export function agentRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter; drivers: DriverRegistry }): void {
+  const { store, config, router, drivers } = options;
+  /** Whether any of `macs` is on a port (of one node or several: then it is no unknown machine). */
+  const anyPort = async (macs: readonly string[]) => (await store.db.selectFrom('ports').select('id').where('address', 'in', macs).limit(1).execute()).length > 0;
 
   app.get('/v1/lookup', async (request: FastifyRequest): Promise<LookupAnswer> => {
     requireVersion(request.apiVersion, AGENT_API_VERSIONS.endpoints, request.url);
@@ -86,6 +90,12 @@ export function agentRoutes(app: FastifyInstance, options: { store: Store; confi
     requireVersion(request.apiVersion, AGENT_API_VERSIONS.endpoints, request.url);
     const data = parseInspectionData(request.body);
     const node = await findNode(store, { addresses: data.macs, ignored: 0, nodeUuid: null });
+    if (node === null && config.auto_discovery.enabled && !(await anyPort(data.macs))) {
+      // A machine no node knows: enrolled here (no agent session: the node is in enroll).
+      const enrolled = await enrollDiscovered(store, config, drivers, data);
+      request.log.info({ node: enrolled.uuid, macs: data.macs }, 'auto-discovery enrolled a new node');
+      return reply.code(202).send({ node: { uuid: enrolled.uuid, links: resourceLinks(baseUrl(request, config.api.public_endpoint), 'nodes', enrolled.uuid) } });
+    }
     if (node === null || node.provision_state !== 'inspect wait') throw new NotFound('no node waiting for inspection data matches the inventory\'s MAC addresses');
     const token = await issueToken(node);
     await router.call(node, 'POST', 'continue_inspection', {
