@@ -302,13 +302,19 @@ export class Agent {
     }
   }
 
+  /** Waits `ms`, or rejects when the agent stops; the stop listener goes with the wait (a lookup loop waits forever). */
   private pause(ms: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(resolve, ms);
-      this.stopping.signal.addEventListener('abort', () => {
+      const signal = this.stopping.signal;
+      const onAbort = () => {
         clearTimeout(timer);
-        reject(this.stopping.signal.reason);
-      }, { once: true });
+        reject(signal.reason);
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -14,11 +14,15 @@
  * agent, which sets the rescue user with the password's hash and hands the console to a login
  * prompt; `baremetal node unrescue` boots the deployed image from the disk again.
  *
+ * Auto-discovery (last: it adds a DHCP server for any MAC to the wire): a VM no node knows boots
+ * the deploy ramdisk (qemu's -kernel, as the discovery boot entry would: the PXE side of discovery
+ * is not built yet) and is enrolled by the API from its inventory; given its BMC, it is managed.
+ *
  * Run alone with `npx vitest run test/realnode/agent-lifecycle.test.ts`; needs what the other real-node
  * tests need (requirements.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, ftruncateSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -47,7 +51,7 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
 
   beforeAll(async () => {
     ramdisk = deployRamdiskAsset();
-    lab = await openLab();
+    lab = await openLab({ apiEnv: { IRONRING_AUTO_DISCOVERY_ENABLED: 'true' } });
     await lab.addConductor('c1', 11, { env: { IRONRING_INSPECTOR_ADD_PORTS: 'all' } });
   }, 600_000);
   afterEach((ctx) => {
@@ -228,5 +232,47 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
       c1.env = env;
       await lab.startConductor(c1);
     }
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('auto-discovery: a VM no node knows boots the ramdisk once and is enrolled with its properties, port and inventory; given its BMC it is managed', async () => {
+    // A DHCP server for any MAC, as a site's: no conductor's dnsmasq answers an unknown machine.
+    await lab.addSiteDhcp('site', 20);
+    const disk = sparseDisk('disc-root', 5 * GIB);
+    const machine = await lab.addMachine('disc', 'bios', { disks: [{ file: disk, serial: 'disc-a' }], memoryMiB: 1024, cpus: 2 });
+    const append = `console=ttyS0 panic=-1 ipa-api-url=${lab.apiUrl} ipa-inspection-callback-url=${lab.apiUrl}/v1/continue_inspection BOOTIF=01-${machine.mac.replaceAll(':', '-')}`;
+    const qemu = spawn(machine.vm.command[0]!, [...machine.vm.command.slice(1), '-kernel', ramdisk.kernel.path, '-initrd', ramdisk.initramfs.path, '-append', append], { stdio: 'ignore' });
+    const started = Date.now();
+    try {
+      let uuid: string | undefined;
+      while (uuid === undefined && Date.now() - started < AGENT_TIMEOUT_MS) {
+        const found = (await api(lab.app, 'GET', `/v1/ports/detail?address=${machine.mac}`)).json<{ ports: Array<{ node_uuid: string }> }>().ports;
+        uuid = found[0]?.node_uuid;
+        if (uuid === undefined) await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(uuid, readFileText(machine.vm.serialLog).slice(-3000)).toBeDefined();
+      console.log(`real node ${machine.name}: unknown machine booted → enrolled in ${Date.now() - started} ms`);
+      const node = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ driver: string; provision_state: string; extra: Record<string, unknown>; properties: Record<string, unknown>; inspect_interface: string }>();
+      expect(node).toMatchObject({ driver: 'ipmi', provision_state: 'enroll', inspect_interface: 'agent', extra: { auto_discovered: true } });
+      expect(node.properties).toMatchObject({ cpus: 2, cpu_arch: 'x86_64', memory_mb: 1024, local_gb: 4, capabilities: 'boot_mode:bios' });
+      const stored = (await api(lab.app, 'GET', `/v1/nodes/${uuid}/inventory`)).json<{ inventory: { disks: Array<{ serial: string }>; boot: { pxe_interface: string } } }>();
+      expect(stored.inventory.disks.map((d) => d.serial)).toEqual(['disc-a']);
+      expect(stored.inventory.boot.pxe_interface).toBe(machine.mac);
+    } finally {
+      const exited = new Promise((r) => qemu.once('exit', r));
+      qemu.kill('SIGKILL');
+      await exited;
+    }
+    // The operator gives it its BMC: manage verifies it, as for any node.
+    const nodeUuid = (await api(lab.app, 'GET', `/v1/ports/detail?address=${machine.mac}`)).json<{ ports: Array<{ node_uuid: string }> }>().ports[0]!.node_uuid;
+    const set = await api(lab.app, 'PATCH', `/v1/nodes/${nodeUuid}`, [
+      { op: 'add', path: '/driver_info/ipmi_address', value: lab.network.hostAddress },
+      { op: 'add', path: '/driver_info/ipmi_port', value: machine.bmc.port },
+      { op: 'add', path: '/driver_info/ipmi_username', value: machine.bmc.user },
+      { op: 'add', path: '/driver_info/ipmi_password', value: machine.bmc.password },
+    ]);
+    expect(set.status, set.body).toBe(200);
+    await provision(lab.app, nodeUuid, 'manage');
+    await waitForProvisionState(lab.app, nodeUuid, 'manageable', STATE_TIMEOUT_MS);
+    await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 });

@@ -144,7 +144,13 @@ function readOrEmpty(file: string): string {
   }
 }
 
-export async function openLab(): Promise<Lab> {
+/** How `openLab` sets the lab up. */
+export interface LabOptions {
+  /** Extra environment (IRONRING_* options) of the lab's API, e.g. auto-discovery. */
+  apiEnv?: Record<string, string>;
+}
+
+export async function openLab(options: LabOptions = {}): Promise<Lab> {
   const assets = bootAssets();
   const slot = claimSlot();
   const cleanups: (() => Promise<void> | void)[] = [() => slot.release()];
@@ -166,7 +172,7 @@ export async function openLab(): Promise<Lab> {
     await migrateDatabase(store);
     const secretFile = path.join(slot.dir, 'rpc-secret');
     ensureSecret(secretFile);
-    const config = loadConfig({ env: { IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(TEST_HEARTBEAT_TIMEOUT), IRONRING_JSON_RPC_SECRET_FILE: secretFile } }).config;
+    const config = loadConfig({ env: { IRONRING_CONDUCTOR_HEARTBEAT_TIMEOUT: String(TEST_HEARTBEAT_TIMEOUT), IRONRING_JSON_RPC_SECRET_FILE: secretFile, ...options.apiEnv } }).config;
     const app = buildApi({ store, config, logger: createLogger({ level: 'silent', pretty: false }) });
     cleanups.push(() => app.close());
     // Listening on the bridge too: deploy agents in the VMs look up and heartbeat here.
