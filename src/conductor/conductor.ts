@@ -36,6 +36,7 @@ import type { BootServices, OptionalServers } from './boot-services.js';
 import { ConductorMetrics } from './metrics.js';
 import { NodeOperations } from './node-operations.js';
 import { PowerSync } from './power-sync.js';
+import { WaitTimeouts } from './wait-timeouts.js';
 import { Reconciler } from './reconciler.js';
 import { rpcRoutes } from './rpc.js';
 import { retireHandedOff } from './stop-hand-off.js';
@@ -77,6 +78,7 @@ interface StartedParts {
   operations: NodeOperations;
   reconciler: Reconciler;
   powerSync: PowerSync;
+  waitTimeouts: WaitTimeouts;
 }
 
 export class Conductor {
@@ -234,7 +236,18 @@ export class Conductor {
       maxRetries: config.conductor.power_state_sync_max_retries,
       workers: config.conductor.sync_power_state_workers,
     });
-    return { drivers, operations, reconciler, powerSync };
+    const c = config.conductor;
+    const waitTimeouts = new WaitTimeouts({
+      store,
+      hostname: this.hostname,
+      group: this.group,
+      view: this.view,
+      logger: this.log,
+      intervalSeconds: c.check_provision_state_interval,
+      timeouts: { 'wait call-back': c.deploy_callback_timeout, 'clean wait': c.clean_callback_timeout, 'inspect wait': c.inspect_wait_timeout, 'rescue wait': c.rescue_callback_timeout },
+      fail: (uuid, state, seconds) => operations.failWaitTimeout(uuid, state, seconds),
+    });
+    return { drivers, operations, reconciler, powerSync, waitTimeouts };
   }
 
   async start(): Promise<void> {
@@ -274,6 +287,7 @@ export class Conductor {
       await this.view.start();
       await this.reconciler.start();
       this.powerSync.start();
+      this.started().waitTimeouts.start();
     } catch (err) {
       await this.rpc.close();
       throw err;
@@ -342,7 +356,7 @@ export class Conductor {
     await this.boot?.proxyDhcp?.close();
     // No new take-overs or clean-ups (a pass in flight stops at its next node): this conductor's
     // files keep serving until the others took over. Going offline does not wait for it.
-    const halted = Promise.all([this.parts?.reconciler.stop(), this.parts?.powerSync.stop()]);
+    const halted = Promise.all([this.parts?.reconciler.stop(), this.parts?.powerSync.stop(), this.parts?.waitTimeouts.stop()]);
     this.tracker.drain();
     this.log.info('stopping: going offline');
     try {

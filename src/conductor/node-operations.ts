@@ -586,6 +586,57 @@ export class NodeOperations {
     await task.recordHistory({ eventType: what, severity: 'WARNING', event: error });
   }
 
+  /**
+   * Fails a node that waited `seconds` too long for its agent in `state` (`wait-timeouts.ts`), with
+   * Ironic's message: the ramdisk's boot files go and the node powers off (what fails there is
+   * added to the message, never hidden), then the state's failure, the agent session ended. False
+   * when the node is locked (someone is on it: the next pass looks again) or no longer in `state`.
+   */
+  async failWaitTimeout(uuid: string, state: string, seconds: number): Promise<boolean> {
+    let task: NodeTask;
+    try {
+      task = await this.lock(uuid, 'wait timeout', { attempts: 1, intervalMs: 0 });
+    } catch (err) {
+      if (err instanceof NodeLocked) return false;
+      throw err;
+    }
+    try {
+      if (task.node.provision_state !== state) return false;
+      const driverTask = await this.driverTask(task);
+      const step = task.node.driver_internal_info.clean_step as { interface?: string; step?: string } | undefined;
+      const messages: Record<string, string> = {
+        'wait call-back': `Timeout reached while waiting for callback for node ${uuid}`,
+        'clean wait': `Timeout reached while cleaning the node. Please check if the ramdisk responsible for the cleaning is running on the node.${step?.step ? ` Failed on step ${step.interface}.${step.step}.` : ''}`,
+        'inspect wait': 'Timeout reached while inspecting the node',
+        'rescue wait': `Timeout reached while waiting for rescue ramdisk callback for node ${uuid}`,
+      };
+      let error = `${messages[state] ?? `Timeout reached in ${state}`} (waited more than ${seconds} s)`;
+      try {
+        if (state === 'wait call-back') await driverTask.driver.deploy.cleanUp(driverTask);
+        else await driverTask.driver.boot.cleanUpRamdisk(driverTask);
+        await driverTask.driver.power.setPowerState(driverTask, 'power off');
+      } catch (err) {
+        error += `; powering the node off failed: ${(err as Error).message}`;
+      }
+      const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
+      const next = transition(status, 'fail');
+      const { [RESCUE_PASSWORD_KEY]: _hash, ...instanceInfo } = task.node.instance_info;
+      await task.update(withAgentSession(task.node, {
+        ...(await this.readPower(driverTask)),
+        ...(state === 'clean wait' ? { driver_internal_info: withoutCleanBookkeeping(task.node.driver_internal_info) } : {}),
+        ...(state === 'rescue wait' ? { instance_info: instanceInfo } : {}),
+        provision_state: next.state,
+        target_provision_state: next.target,
+        provision_updated_at: new Date(),
+        last_error: error,
+      }));
+      await task.recordHistory({ eventType: 'provisioning', severity: 'ERROR', event: `${status.state} → ${next.state}: ${error}` });
+      return true;
+    } finally {
+      await task.release();
+    }
+  }
+
   async setMaintenance(uuid: string, on: boolean, reason: string | null): Promise<void> {
     await withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'maintenance', retry: this.deps.retry }, async (task) => {
       await task.update({ maintenance: on, maintenance_reason: on ? reason : null });

@@ -215,6 +215,32 @@ export const OPTIONS = {
       default: 5,
       description: "In 'tooz' mode, each conductor gets 2**exponent points on the ring, as in Ironic.",
     },
+    // Nodes waiting for their agent (Ironic's names and defaults): failed once they waited too long.
+    check_provision_state_interval: {
+      type: seconds(0),
+      default: 60,
+      description: 'Seconds between checks of the nodes this conductor owns that wait for their agent (wait call-back, clean wait, inspect wait, rescue wait) against the timeouts below; 0 disables.',
+    },
+    deploy_callback_timeout: {
+      type: seconds(0),
+      default: 1800,
+      description: "Seconds a node may wait in wait call-back for its agent (since it entered the state or the agent's last heartbeat) before the deploy fails; 0: for ever.",
+    },
+    clean_callback_timeout: {
+      type: seconds(0),
+      default: 1800,
+      description: "Seconds a node may wait in clean wait (since it entered the state or the agent's last heartbeat) before the clean fails; 0: for ever.",
+    },
+    inspect_wait_timeout: {
+      type: seconds(0),
+      default: 1800,
+      description: "Seconds a node may wait in inspect wait for its agent's inventory before the inspection fails (Ironic's [conductor] inspect_wait_timeout); 0: for ever.",
+    },
+    rescue_callback_timeout: {
+      type: seconds(0),
+      default: 1800,
+      description: "Seconds a node may wait in rescue wait for its agent before the rescue fails; 0: for ever.",
+    },
     // Power-state sync (Ironic's names and defaults): each conductor reads the BMCs of the nodes it owns.
     sync_power_state_interval: {
       type: seconds(0),
