@@ -20,6 +20,7 @@
  * exported on the conductor's `/metrics`.
  */
 import { NodeLocked } from '../cluster/errors.js';
+import { PeriodicPass } from './periodic.js';
 import type { ConductorRings } from '../cluster/conductor-rings.js';
 import { acquireTask } from '../cluster/task.js';
 import type { NodeTask, TaskTracker } from '../cluster/task.js';
@@ -85,32 +86,25 @@ function isPowerState(value: string | null): value is PowerState {
 export class PowerSync {
   /** Failed or unsuccessful syncs in a row, per node uuid (Ironic's `power_state_sync_count`). */
   private readonly counts = new Map<string, number>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<PowerSyncReport> | null = null;
-  private stopped = true;
-  private halting = false;
+  private readonly periodic: PeriodicPass<PowerSyncReport>;
   /** Aborted by `stop`: a BMC that does not answer must not hold up a conductor's graceful stop. */
   private readonly abort = new AbortController();
   private readonly log: Logger;
 
   constructor(private readonly options: PowerSyncOptions) {
     this.log = options.logger.child({ component: 'power-sync' });
+    this.periodic = new PeriodicPass(options.intervalSeconds, () => this.sync(), this.log, 'power-state sync');
   }
 
   /** Starts the periodic sync; the first runs one interval after start, as Ironic's periodic task. */
   start(): void {
-    this.stopped = false;
-    this.schedule();
+    this.periodic.start();
   }
 
   /** Stops the timer and waits for a sync in flight. Idempotent. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.halting = true;
     this.abort.abort();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running?.catch(() => undefined);
+    await this.periodic.stop();
   }
 
   /** Consecutive failed syncs of a node (for tests and diagnostics). */
@@ -120,22 +114,7 @@ export class PowerSync {
 
   /** Runs one sync now (or joins the one in flight) and resolves with its report. */
   runOnce(): Promise<PowerSyncReport> {
-    this.running ??= this.sync().finally(() => {
-      this.running = null;
-    });
-    return this.running;
-  }
-
-  private schedule(): void {
-    const { intervalSeconds } = this.options;
-    if (this.stopped || intervalSeconds <= 0) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.runOnce()
-        .catch((err: unknown) => this.log.error({ err: (err as Error).message }, 'power-state sync failed'))
-        .finally(() => this.schedule());
-    }, intervalSeconds * 1000);
-    this.timer.unref();
+    return this.periodic.runOnce();
   }
 
   private async sync(): Promise<PowerSyncReport> {
@@ -158,7 +137,7 @@ export class PowerSync {
     for (const uuid of this.counts.keys()) if (!live.has(uuid)) this.counts.delete(uuid);
     await pool(owned, this.options.workers, async (node) => {
       // A stopping conductor ends the sync between nodes; the next owner syncs the rest.
-      if (this.halting) return;
+      if (this.periodic.halting) return;
       let outcome: Outcome;
       try {
         outcome = await this.syncNode(node);

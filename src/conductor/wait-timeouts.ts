@@ -14,6 +14,7 @@
 import type { ConductorRings } from '../cluster/conductor-rings.js';
 import type { Logger } from '../common/logger.js';
 import type { Store } from '../db/connect.js';
+import { PeriodicPass } from './periodic.js';
 
 /** The timeout of each waiting state, in seconds (0: none). */
 export interface WaitTimeoutSettings {
@@ -44,47 +45,25 @@ export function lastSign(node: { provision_updated_at: Date | null; updated_at: 
 }
 
 export class WaitTimeouts {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<string[]> | null = null;
-  private stopped = true;
-  private halting = false;
+  private readonly periodic: PeriodicPass<string[]>;
   private readonly log: Logger;
 
   constructor(private readonly options: WaitTimeoutsOptions) {
     this.log = options.logger.child({ component: 'wait-timeouts' });
+    this.periodic = new PeriodicPass(options.intervalSeconds, () => this.pass(), this.log, 'checking waiting nodes');
   }
 
   start(): void {
-    this.stopped = false;
-    this.schedule();
+    this.periodic.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.halting = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running?.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** One pass now (or the one in flight); resolves with the nodes it failed. */
   runOnce(): Promise<string[]> {
-    this.running ??= this.pass().finally(() => {
-      this.running = null;
-    });
-    return this.running;
-  }
-
-  private schedule(): void {
-    const { intervalSeconds } = this.options;
-    if (this.stopped || intervalSeconds <= 0) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.runOnce()
-        .catch((err: unknown) => this.log.error({ err: (err as Error).message }, 'checking waiting nodes failed'))
-        .finally(() => this.schedule());
-    }, intervalSeconds * 1000);
-    this.timer.unref();
+    return this.periodic.runOnce();
   }
 
   private async pass(): Promise<string[]> {
@@ -103,7 +82,7 @@ export class WaitTimeouts {
     const failed: string[] = [];
     for (const node of rows) {
       // A stopping conductor ends the pass between nodes; the next owner looks at the rest.
-      if (this.halting) break;
+      if (this.periodic.halting) break;
       if (ring.owner(node.uuid) !== hostname) continue;
       const state = node.provision_state as keyof WaitTimeoutSettings;
       const limit = timeouts[state] * 1000;

@@ -18,6 +18,7 @@ import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index.js';
+import { untilState } from '../helpers/agent-runs.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 import { fakeMachine } from '../helpers/fake-machine.js';
 import { startInProcessApi } from '../helpers/in-process-api.js';
@@ -115,15 +116,7 @@ describe.each(engines)('direct deploy through ironring agent on %s', (engine) =>
     expect(res.statusCode, res.body).toBe(202);
   }
 
-  async function until(uuid: string, states: string[], ms = 20_000): Promise<Awaited<ReturnType<typeof row>>> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const node = await row(uuid);
-      if (states.includes(node.provision_state)) return node;
-      if (Date.now() > end) throw new Error(`node still ${node.provision_state} (wanted ${states.join(' or ')}); last_error ${node.last_error}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const until = (uuid: string, states: string[], ms = 20_000) => untilState(() => row(uuid), states, ms, false);
 
   function startAgent(): Agent {
     const agent = new Agent({

@@ -8,13 +8,14 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agent/agent.js';
+import type { Agent } from '../../src/agent/agent.js';
 import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { InspectorSettings } from '../../src/conductor/inspection.js';
 import { DEFAULT_INSPECTOR_SETTINGS } from '../../src/conductor/inspection.js';
 import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index.js';
+import { startLoopbackAgent, untilState } from '../helpers/agent-runs.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 import { startInProcessApi } from '../helpers/in-process-api.js';
 
@@ -92,30 +93,11 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     expect(res.statusCode, res.body).toBe(202);
   }
 
-  async function until(uuid: string, states: string[], ms = 20_000): Promise<Awaited<ReturnType<typeof row>>> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const node = await row(uuid);
-      if (states.includes(node.provision_state) && node.reservation === null) return node;
-      if (Date.now() > end) throw new Error(`node still ${node.provision_state} (wanted ${states.join(' or ')}); last_error ${node.last_error}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const until = (uuid: string, states: string[], ms = 20_000) => untilState(() => row(uuid), states, ms);
 
   function startAgent(report: () => Record<string, unknown> = inventory): Agent {
-    const agent = new Agent({
-      apiUrl,
-      macs: [MAC1],
-      listenHost: '127.0.0.1',
-      listenPort: 0,
-      advertiseHost: '127.0.0.1',
-      lookupIntervalMs: 50,
-      heartbeatIntervalMs: 200,
-      inspectionCallbackUrl: `${apiUrl}/v1/continue_inspection`,
-      inventory: async () => report(),
-    });
+    const agent = startLoopbackAgent({ apiUrl, macs: [MAC1], inspectionCallbackUrl: `${apiUrl}/v1/continue_inspection`, inventory: async () => report() });
     agents.push(agent);
-    void agent.start().catch(() => undefined);
     return agent;
   }
 

@@ -12,13 +12,14 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agent/agent.js';
+import type { Agent } from '../../src/agent/agent.js';
 import { finalizeRescue } from '../../src/agent/rescue-user.js';
 import { createLogger } from '../../src/common/logger.js';
 import { shaCrypt } from '../../src/common/sha-crypt.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index.js';
+import { startLoopbackAgent, untilState } from '../helpers/agent-runs.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 import { startInProcessApi } from '../helpers/in-process-api.js';
 
@@ -68,30 +69,11 @@ describe.each(engines)('agent rescue on %s', (engine) => {
   const row = (uuid: string) => db.store.db.selectFrom('nodes').selectAll().where('uuid', '=', uuid).executeTakeFirstOrThrow();
   const provision = (uuid: string, payload: Record<string, unknown>) => app.inject({ method: 'PUT', url: `/v1/nodes/${uuid}/states/provision`, headers: LATEST, payload });
 
-  async function until(uuid: string, states: string[], ms = 20_000): Promise<Awaited<ReturnType<typeof row>>> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const node = await row(uuid);
-      if (states.includes(node.provision_state) && node.reservation === null) return node;
-      if (Date.now() > end) throw new Error(`node still ${node.provision_state} (wanted ${states.join(' or ')}); last_error ${node.last_error}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const until = (uuid: string, states: string[], ms = 20_000) => untilState(() => row(uuid), states, ms);
 
   function startAgent(): Agent {
-    const agent = new Agent({
-      apiUrl,
-      macs: [MAC],
-      listenHost: '127.0.0.1',
-      listenPort: 0,
-      advertiseHost: '127.0.0.1',
-      lookupIntervalMs: 50,
-      heartbeatIntervalMs: 200,
-      etcRoot: join(root, 'etc'),
-      runRoot: join(root, 'run'),
-    });
+    const agent = startLoopbackAgent({ apiUrl, macs: [MAC], etcRoot: join(root, 'etc'), runRoot: join(root, 'run') });
     agents.push(agent);
-    void agent.start().catch(() => undefined);
     return agent;
   }
 

@@ -22,21 +22,20 @@
  * tests need (requirements.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { execFile, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, ftruncateSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, ftruncateSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { api, enrollMachine, nodeStates, provision, waitForProvisionState } from './api.js';
 import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from './assets.js';
 import type { DeployRamdisk } from './assets.js';
+import { baremetalCli } from './baremetal-cli.js';
 import { openLab } from './lab.js';
 import type { Lab, LabMachine } from './lab.js';
 import { realNodeAvailable } from './requirements.js';
 import { waitForMarker } from './vm.js';
 
 const available = realNodeAvailable();
-const execFileAsync = promisify(execFile);
 
 const STATE_TIMEOUT_MS = 90_000;
 const AGENT_TIMEOUT_MS = 300_000;
@@ -92,14 +91,7 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
     return uuid;
   }
 
-  /** `baremetal <args>` against the lab's API (no Keystone, a HOME of its own); its stderr when it fails, else ''. */
-  async function baremetal(args: string[]): Promise<string> {
-    const home = path.join(lab.network.slot.dir, 'client-home');
-    mkdirSync(home, { recursive: true });
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OS_') && !k.startsWith('IRONRING_')));
-    const run = await execFileAsync('baremetal', ['--os-endpoint', lab.apiUrl, '--os-auth-type', 'none', ...args], { env: { ...env, HOME: home }, timeout: 120_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
-    return 'failed' in run ? run.stderr : '';
-  }
+  const baremetal = (args: string[]) => baremetalCli(lab)(args);
 
   const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
   const vmStarts = (machine: LabMachine, from: number) => machine.bmc.events.slice(from).filter((e) => e.startsWith('VM started ')).length;

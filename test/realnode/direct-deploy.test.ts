@@ -30,6 +30,7 @@ import { api, enrollMachine, makeAvailable, nodeStates, provision, waitForProvis
 import { deployRamdiskAsset, DISK_MARKER, markerDiskImage } from './assets.js';
 import { OS_MARKER, osDiskImage, osUefiDiskImage, USER_DATA_PREFIX } from './os-image.js';
 import type { DeployRamdisk } from './assets.js';
+import { baremetalCli } from './baremetal-cli.js';
 import { openLab } from './lab.js';
 import type { Lab, LabMachine } from './lab.js';
 import { realNodeAvailable } from './requirements.js';
@@ -117,18 +118,7 @@ describe.skipIf(!available)('a real machine deployed to its disk by ironring age
 
   const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-  /**
-   * Runs the stock client, `baremetal <args>`, against the lab's API (no Keystone, a HOME of its
-   * own, no OS_* settings from outside); its stderr when it fails, else ''. Not spawnSync: the API
-   * answering it runs in this process.
-   */
-  async function baremetal(args: string[]): Promise<string> {
-    const home = path.join(lab.network.slot.dir, 'client-home');
-    mkdirSync(home, { recursive: true });
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OS_') && !k.startsWith('IRONRING_')));
-    const run = await execFileAsync('baremetal', ['--os-endpoint', lab.apiUrl, '--os-auth-type', 'none', ...args], { env: { ...env, HOME: home }, timeout: 120_000 }).catch((err: { stderr?: string; message: string }) => ({ stdout: '', stderr: err.stderr ?? err.message, failed: true }));
-    return 'failed' in run ? run.stderr : '';
-  }
+  const baremetal = (args: string[]) => baremetalCli(lab)(args);
 
   it('baremetal node deploy --config-drive: the agent writes an OS image given as qcow2 and the config drive; the VM boots the OS from its disk, which reads its user data from config-2', async () => {
     const disk = blankDisk('direct-bios');
