@@ -265,7 +265,11 @@ describe.skipIf(!available)('verbs through `ironring up`, ipmitool and a BMC sim
     // adopt takes the node over as if deployed; the fake power reports it.
     expect((await act('all-fake', { target: 'adopt' })).status).toBe(202);
     expect(await settle('all-fake', 'active')).toMatchObject({ last_error: null, power_state: 'power off' });
-    expect((await act('all-fake', { target: 'rescue' })).status).toBe(202);
+    // rescue needs a rescue password, as Ironic's (the fake interface only records the rescue).
+    const bare = await act('all-fake', { target: 'rescue' });
+    expect(bare.status).toBe(400);
+    expect(fault(bare.text)).toContain("a non-empty 'rescue_password' is required");
+    expect((await act('all-fake', { target: 'rescue', rescue_password: 'pw' })).status).toBe(202);
     await settle('all-fake', 'rescue');
     expect((await act('all-fake', { target: 'unrescue' })).status).toBe(202);
     await settle('all-fake', 'active');

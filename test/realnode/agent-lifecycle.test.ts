@@ -16,7 +16,8 @@
  *
  * Auto-discovery (last: it adds a DHCP server for any MAC to the wire): a VM no node knows boots
  * the deploy ramdisk (qemu's -kernel, as the discovery boot entry would: the PXE side of discovery
- * is not built yet) and is enrolled by the API from its inventory; given its BMC, it is managed.
+ * is not built yet) and is enrolled by the API from its inventory; given its BMC, it is managed,
+ * then adopted with the stock `baremetal node adopt` (the BMC read, nothing switched or written).
  *
  * Run alone with `npx vitest run test/realnode/agent-lifecycle.test.ts`; needs what the other real-node
  * tests need (requirements.ts).
@@ -226,7 +227,7 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
     }
   }, SCENARIO_TIMEOUT_MS);
 
-  it('auto-discovery: a VM no node knows boots the ramdisk once and is enrolled with its properties, port and inventory; given its BMC it is managed', async () => {
+  it('auto-discovery: a VM no node knows boots the ramdisk once and is enrolled with its properties, port and inventory; given its BMC it is managed, and baremetal node adopt takes it to active', async () => {
     // A DHCP server for any MAC, as a site's: no conductor's dnsmasq answers an unknown machine.
     await lab.addSiteDhcp('site', 20);
     const disk = sparseDisk('disc-root', 5 * GIB);
@@ -265,6 +266,30 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
     expect(set.status, set.body).toBe(200);
     await provision(lab.app, nodeUuid, 'manage');
     await waitForProvisionState(lab.app, nodeUuid, 'manageable', STATE_TIMEOUT_MS);
+
+    // Adoption with the stock client: the machine is said to run an image already; nothing is
+    // written or booted, and the BMC is asked what the machine does.
+    const image = markerDiskImage('adopted');
+    const imageFile = path.join(lab.network.slot.dir, 'image-adopted.raw');
+    writeFileSync(imageFile, image);
+    const ready = await api(lab.app, 'PATCH', `/v1/nodes/${nodeUuid}`, [
+      { op: 'replace', path: '/boot_interface', value: 'ipxe' },
+      { op: 'replace', path: '/deploy_interface', value: 'direct' },
+      { op: 'add', path: '/driver_info/deploy_kernel', value: `file://${ramdisk.kernel.path}` },
+      { op: 'add', path: '/driver_info/deploy_kernel_checksum', value: ramdisk.kernel.checksum },
+      { op: 'add', path: '/driver_info/deploy_ramdisk', value: `file://${ramdisk.initramfs.path}` },
+      { op: 'add', path: '/driver_info/deploy_ramdisk_checksum', value: ramdisk.initramfs.checksum },
+      { op: 'add', path: '/instance_info/image_source', value: lab.serveFile(imageFile) },
+      { op: 'add', path: '/instance_info/image_os_hash_algo', value: 'sha256' },
+      { op: 'add', path: '/instance_info/image_os_hash_value', value: sha256(image) },
+    ]);
+    expect(ready.status, ready.body).toBe(200);
+    const bmcEvents = machine.bmc.events.length;
+    expect(await baremetal(['node', 'adopt', nodeUuid])).toBe('');
+    await waitForProvisionState(lab.app, nodeUuid, 'active', STATE_TIMEOUT_MS);
+    expect(await nodeStates(lab.app, nodeUuid)).toMatchObject({ provision_state: 'active', power_state: 'power off', last_error: null });
+    // Read, never switched: no power on and no boot device set through the BMC.
+    expect(machine.bmc.events.slice(bmcEvents).filter((e) => e.startsWith('VM started ') || e.startsWith('BOOTDEV'))).toEqual([]);
     await machine.bmc.stop();
   }, SCENARIO_TIMEOUT_MS);
 });
