@@ -5,7 +5,8 @@
  * nothing to boot), only records to write. What the inventory says goes through the same hooks and
  * inspection rules as an inspection's (`conductor/inspection.ts`): properties, ports per
  * `[inspector] add_ports`, the inventory stored; the node is `enroll`, `extra.auto_discovered` true,
- * an ipmi node's `driver_info.ipmi_address` the BMC address the agent read, if it read one.
+ * an ipmi node's `driver_info.ipmi_address` the BMC address the agent read, if it read one, and its
+ * `deploy_kernel`/`deploy_ramdisk` (with checksums) those of `[auto_discovery]`, the ramdisk it booted.
  */
 import { hostname } from 'node:os';
 import { writeHistory } from '../cluster/reservations.js';
@@ -45,6 +46,9 @@ export async function enrollDiscovered(store: Store, config: Config, drivers: Dr
   })();
   const bmc = typeof data.inventory.bmc_address === 'string' && data.inventory.bmc_address !== '' && data.inventory.bmc_address !== '0.0.0.0' ? data.inventory.bmc_address : null;
   const driverInfo: Record<string, unknown> = driver === 'ipmi' && bmc !== null ? { ipmi_address: bmc } : {};
+  // The ramdisk it booted is the one to boot it with from now on (deploy, clean, inspect).
+  const d = config.auto_discovery;
+  for (const key of ['deploy_kernel', 'deploy_kernel_checksum', 'deploy_ramdisk', 'deploy_ramdisk_checksum'] as const) if (d[key] !== '') driverInfo[key] = d[key];
   const extra: Record<string, unknown> = { auto_discovered: true };
   const history: string[] = [];
   const probe = { uuid: '', name: null, driver, resource_class: null, extra, driver_info: driverInfo } as const;

@@ -32,6 +32,7 @@ import type { DhcpBootFiles, DhcpChanges, DhcpOptions } from './dhcp.js';
 import { dhcpOwnerToken } from './dhcp-names.js';
 import { listDhcpOwners, sweepDhcpEntries } from './dhcp-sweep.js';
 import { InvalidBootInput } from './errors.js';
+import { isDiscoveryUuid } from './discovery.js';
 import { applySync, forgetMasterStats } from './fast-apply.js';
 import { ImageCache } from './image-cache.js';
 import type { ImageCacheOptions } from './image-cache.js';
@@ -319,7 +320,7 @@ export class BootEnvironment {
     return { ...report, dhcp: retired, complete };
   }
 
-  /** Uuids of the nodes that have a directory under either root (prepared, or half cleaned up). */
+  /** Uuids of the nodes that have a directory under either root (prepared, or half cleaned up); not the discovery entries. */
   async listPrepared(): Promise<string[]> {
     const found = new Set<string>();
     for (const root of [this.roots.tftpRoot, this.roots.httpRoot]) {
@@ -331,7 +332,7 @@ export class BootEnvironment {
         if (isMissing(err)) continue;
         throw err;
       }
-      for (const name of names) if (UUID_DIR.test(name)) found.add(name);
+      for (const name of names) if (UUID_DIR.test(name) && !isDiscoveryUuid(name)) found.add(name);
     }
     return [...found].sort();
   }

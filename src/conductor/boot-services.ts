@@ -14,6 +14,7 @@ import type { HttpBootServer } from '../boot/index.js';
 import { tftpHost } from '../boot/dhcp.js';
 import { combinedActivity, lingerWhileBusy } from '../boot/linger.js';
 import type { LingerReport } from '../boot/linger.js';
+import { DiscoveryAnswers } from '../boot/discovery.js';
 import { OwnedMacs, startProxyDhcp } from '../boot/proxydhcp/index.js';
 import type { ProxyDhcpResponder, ProxyDhcpStats } from '../boot/proxydhcp/index.js';
 import { startTftpServer } from '../boot/tftp/index.js';
@@ -39,6 +40,8 @@ export interface BootServices {
   proxyDhcp: ProxyDhcpResponder | null;
   /** The ProxyDHCP responder's counters, or null when it does not run here. */
   proxyDhcpStats(): ProxyDhcpStats | null;
+  /** The ProxyDHCP responder's answers for unknown machines: armed by the conductor (`discovery-boot.ts`). */
+  discovery: DiscoveryAnswers;
   /**
    * Keeps the HTTP and TFTP servers serving while a transfer is in flight or a machine asked (or
    * was answered) recently, up to `BOOT_LINGER.maxMs`: a stopping conductor's last act before
@@ -142,6 +145,7 @@ export async function startBootServices(config: Config, logger: Logger, optional
       }
     }
     const owned = new OwnedMacs();
+    const discovery = new DiscoveryAnswers();
     const bootFiles = { pxeBios: pxe.pxe_bootfile_name, pxeUefi: pxe.uefi_pxe_bootfile_name, ipxeBios: pxe.ipxe_bootfile_name, ipxeUefi: pxe.uefi_ipxe_bootfile_name };
     const environment = new BootEnvironment({
       tftpRoot: pxe.tftp_root,
@@ -177,6 +181,7 @@ export async function startBootServices(config: Config, logger: Logger, optional
           bootFiles,
           arm64Files: { pxe: dhcp.uefi_arm64_pxe_bootfile_name, ipxe: dhcp.uefi_arm64_ipxe_bootfile_name },
           owned,
+          unknown: discovery,
           logger: logger.child({ component: 'proxydhcp' }),
         }), logger);
       if (proxyDhcp) logger.info({ ...proxyDhcp.address(), server: serverAddress }, 'ProxyDHCP responder listening');
@@ -190,6 +195,7 @@ export async function startBootServices(config: Config, logger: Logger, optional
       tftpStats: () => tftp?.stats() ?? null,
       proxyDhcp: responder,
       proxyDhcpStats: () => responder?.stats() ?? null,
+      discovery,
       linger: () =>
         lingerWhileBusy(
           () =>

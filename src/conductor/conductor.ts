@@ -32,6 +32,7 @@ import type { Store } from '../db/connect.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { startBootServices } from './boot-services.js';
+import { DiscoveryBoot } from './discovery-boot.js';
 import type { BootServices, OptionalServers } from './boot-services.js';
 import { ConductorMetrics } from './metrics.js';
 import { NodeOperations } from './node-operations.js';
@@ -98,6 +99,8 @@ export class Conductor {
   private state: ConductorStatus['state'] = 'running';
   private stopping: Promise<void> | undefined;
   private unsubscribe: (() => void) | undefined;
+  /** Auto-discovery's PXE side here; built when membership starts. */
+  private discovery: DiscoveryBoot | undefined;
   private readonly log: Logger;
   rpcUrl = '';
 
@@ -280,11 +283,13 @@ export class Conductor {
       if (released.length > 0) this.log.warn({ nodes: released.length }, 'released locks left by this conductor before it restarted');
       this.view.setSelf({ name: this.hostname, group: this.group, weight: 1 });
       this.unsubscribe = this.view.subscribe((change) => {
+        this.discovery?.ringChanged();
         // The reconciler passes on this ring change at once; nodes a dead conductor still holds stay
         // pending in that pass, so once their locks are released here, one more pass takes them over.
         if (change.removed.length > 0) void this.releaseDeadLocks().then((n) => n > 0 && this.reconciler.trigger('dead locks released'));
       });
       await this.view.start();
+      await this.discoveryBoot().start();
       await this.reconciler.start();
       this.powerSync.start();
       this.started().waitTimeouts.start();
@@ -341,6 +346,20 @@ export class Conductor {
     }
   }
 
+  private discoveryBoot(): DiscoveryBoot {
+    const boot = this.boot;
+    if (boot === undefined) throw new Error('boot services are not started');
+    this.discovery = new DiscoveryBoot({
+      config: this.deps.config,
+      store: this.deps.store,
+      boot,
+      hostname: this.hostname,
+      ringOwner: (group, key) => this.view.ring(group)?.owner(key),
+      log: this.log,
+    });
+    return this.discovery;
+  }
+
   /** Graceful stop; idempotent. */
   stop(): Promise<void> {
     this.stopping ??= this.doStop();
@@ -353,6 +372,7 @@ export class Conductor {
     this.state = 'stopping';
     // First of all, this conductor stops answering PXE clients: from here on its nodes are the
     // survivors' to answer, and two answers at once make iPXE take whichever came last.
+    this.discovery?.stop();
     await this.boot?.proxyDhcp?.close();
     // No new take-overs or clean-ups (a pass in flight stops at its next node): this conductor's
     // files keep serving until the others took over. Going offline does not wait for it.

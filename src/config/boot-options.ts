@@ -195,6 +195,27 @@ export const BOOT_SECTIONS = {
       default: 'ipmi',
       description: "Hardware type of discovered nodes (Ironic's [auto_discovery] driver); an ipmi node gets driver_info.ipmi_address from the BMC address the agent read, when it read one.",
     },
+    deploy_kernel: {
+      type: { kind: 'string' },
+      default: '',
+      description:
+        'Kernel of the ramdisk an unknown machine network-boots (file://, http:// or https:// URL). With deploy_ramdisk, their checksums and [dhcp] proxy_enabled, a conductor answers PXE requests of MACs no node has with it, when the default group\'s ring assigns the MAC to it; discovered nodes get it as driver_info.deploy_kernel.',
+    },
+    deploy_kernel_checksum: {
+      type: { kind: 'string' },
+      default: '',
+      description: '`sha256:<hex>`, `sha512:<hex>` or `md5:<hex>` of deploy_kernel (every image is verified).',
+    },
+    deploy_ramdisk: {
+      type: { kind: 'string' },
+      default: '',
+      description: 'Initramfs of the discovery ramdisk, as deploy_kernel; discovered nodes get it as driver_info.deploy_ramdisk.',
+    },
+    deploy_ramdisk_checksum: {
+      type: { kind: 'string' },
+      default: '',
+      description: 'Checksum of deploy_ramdisk, as deploy_kernel_checksum.',
+    },
   },
   agent: {
     command_timeout: {

@@ -6,6 +6,7 @@
  * and sort keys all come from here: a new field is a new row.
  */
 import { Type } from 'typebox';
+import { isDiscoveryUuid } from '../boot/discovery.js';
 import { UUID_PATTERN, UUID_SCHEMA_PATTERN } from '../common/uuid.js';
 import type { NodeRow } from '../db/schema.js';
 import { FieldTable } from './field-table.js';
@@ -48,7 +49,14 @@ function stepOf(info: Readonly<Record<string, unknown>>, key: 'clean_step' | 'de
 const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   uuid: {
     since: [1, 1], column: 'uuid',
-    input: { schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]), expected: (v) => `expected a UUID, got ${shown(v)}`, create: true, normalize: lower },
+    input: {
+      schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
+      // The discovery boot entries' uuids name directories in the boot roots: no node may have one.
+      expected: (v) => (typeof v === 'string' && isDiscoveryUuid(v) ? `${shown(v)} is reserved for the auto-discovery boot entries` : `expected a UUID, got ${shown(v)}`),
+      refine: (v) => typeof v !== 'string' || !isDiscoveryUuid(v),
+      create: true,
+      normalize: lower,
+    },
   },
   name: {
     since: [1, 5], column: 'name',

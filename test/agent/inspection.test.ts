@@ -9,6 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
+import { DISCOVERY_UUIDS } from '../../src/boot/discovery.js';
 import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { InspectorSettings } from '../../src/conductor/inspection.js';
@@ -296,7 +297,13 @@ describe.each(engines)('agent inspection on %s', (engine) => {
 
   it('auto-discovery: a machine no node knows posts its inventory and is enrolled, with properties, ports and inventory', async () => {
     const report = () => ({ ...inventory(), bmc_address: '192.0.2.99' });
-    await startApi({}, false, { IRONRING_AUTO_DISCOVERY_ENABLED: 'true', IRONRING_AUTO_DISCOVERY_DRIVER: 'ipmi' });
+    const ramdisk = {
+      IRONRING_AUTO_DISCOVERY_DEPLOY_KERNEL: 'http://images.invalid/ipa.kernel',
+      IRONRING_AUTO_DISCOVERY_DEPLOY_KERNEL_CHECKSUM: `sha256:${'a'.repeat(64)}`,
+      IRONRING_AUTO_DISCOVERY_DEPLOY_RAMDISK: 'http://images.invalid/ipa.initramfs',
+      IRONRING_AUTO_DISCOVERY_DEPLOY_RAMDISK_CHECKSUM: `sha256:${'b'.repeat(64)}`,
+    };
+    await startApi({}, false, { IRONRING_AUTO_DISCOVERY_ENABLED: 'true', IRONRING_AUTO_DISCOVERY_DRIVER: 'ipmi', ...ramdisk });
     const agent = startAgent(report);
     const end = Date.now() + 20_000;
     let nodes: Array<{ uuid: string }> = [];
@@ -312,7 +319,14 @@ describe.each(engines)('agent inspection on %s', (engine) => {
       provision_state: 'enroll',
       inspect_interface: 'agent',
       extra: { auto_discovered: true },
-      driver_info: { ipmi_address: '192.0.2.99' },
+      // The discovery ramdisk it booted is its deploy ramdisk from now on.
+      driver_info: {
+        ipmi_address: '192.0.2.99',
+        deploy_kernel: ramdisk.IRONRING_AUTO_DISCOVERY_DEPLOY_KERNEL,
+        deploy_kernel_checksum: ramdisk.IRONRING_AUTO_DISCOVERY_DEPLOY_KERNEL_CHECKSUM,
+        deploy_ramdisk: ramdisk.IRONRING_AUTO_DISCOVERY_DEPLOY_RAMDISK,
+        deploy_ramdisk_checksum: ramdisk.IRONRING_AUTO_DISCOVERY_DEPLOY_RAMDISK_CHECKSUM,
+      },
       properties: { cpus: 2, cpu_arch: 'x86_64', memory_mb: 1024, local_gb: 7, capabilities: 'boot_mode:uefi' },
     });
     expect(await ports(node.uuid)).toEqual([[MAC1, true]]);
@@ -324,6 +338,10 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     const again = await app.inject({ method: 'POST', url: '/v1/continue_inspection', headers: LATEST, payload: { inventory: report() } });
     expect(again.statusCode).toBe(404);
     expect(await db.store.db.selectFrom('nodes').select('id').execute()).toHaveLength(1);
+    // The discovery boot entries' uuids are no node's to take.
+    const reserved = await app.inject({ method: 'POST', url: '/v1/nodes', headers: LATEST, payload: { driver: 'fake-hardware', uuid: DISCOVERY_UUIDS.pxelinux.toUpperCase() } });
+    expect(reserved.statusCode).toBe(400);
+    expect(reserved.body).toContain('is reserved for the auto-discovery boot entries');
   });
 
   it('aborts an inspection waiting for its agent: inspect failed, the node off, its ramdisk gone', async () => {

@@ -74,7 +74,8 @@ export async function sandbox(): Promise<BootSandbox> {
         ...options,
       });
     },
-    dispose: () => rm(dir, { recursive: true, force: true }),
+    // Retries: a failed prepare's other image fetch may still be finishing its file when a test ends.
+    dispose: () => rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }),
   };
   return s;
 }

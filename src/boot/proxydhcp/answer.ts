@@ -8,8 +8,9 @@
  *   54) gets a DHCPACK. A DHCPREQUEST for another server is the client taking its lease: not ours.
  * - Port 4011: the client's boot server request (DHCPREQUEST, unicast from its new address) gets a
  *   DHCPACK with the same boot information, sent back where it came from.
- * - Only MACs the conductor serves (its `OwnedMacs`) and only clients whose vendor class starts with
- *   `PXEClient` are answered; everything else is ignored, with the reason.
+ * - Only MACs the conductor serves (its `OwnedMacs`, or an unknown machine's discovery entry the
+ *   caller's lookup returns) and only clients whose vendor class starts with `PXEClient` are
+ *   answered; everything else is ignored, with the reason.
  */
 import { isIPv4 } from 'node:net';
 import type { DhcpBootFiles } from '../dhcp.js';
@@ -54,6 +55,9 @@ const PXE_VENDOR_OPTIONS = Buffer.from([6, 1, 8, 255]);
 
 const ZERO_IP = '0.0.0.0';
 
+/** The reason given for a PXE client whose MAC the lookup does not know. */
+export const NOT_SERVED = 'MAC not served here';
+
 /** True for iPXE's own DHCP (user class 77 "iPXE", or its encapsulated options 175). */
 export function isIpxeClient(request: DhcpPacket): boolean {
   const userClass = request.options.get(OPTION.USER_CLASS);
@@ -95,14 +99,14 @@ export function answer(request: DhcpPacket, port: RequestPort, lookup: (mac: str
   const mac = clientMac(request);
   if (mac === null) return ignored('not an Ethernet client');
   const node = lookup(mac);
-  if (node === undefined) return ignored('MAC not served here');
+  if (node === undefined) return ignored(NOT_SERVED);
   const archOption = request.options.get(OPTION.CLIENT_ARCH);
   // Option 93 lists one or more 16-bit types; the first is the running firmware. Absent: BIOS, as dnsmasq.
   const arch = archOption !== undefined && archOption.length >= 2 ? archOption.readUInt16BE(0) : 0;
   let bootFile: string | null;
   if (isIpxeClient(request) && node.bootInterface === 'ipxe') {
     if (settings.httpUrl === undefined) return ignored('iPXE node but no HTTP boot URL');
-    bootFile = `${settings.httpUrl.replace(/\/+$/, '')}/${BOOT_IPXE_NAME}`;
+    bootFile = `${settings.httpUrl.replace(/\/+$/, '')}/${node.ipxeScript ?? BOOT_IPXE_NAME}`;
   } else {
     bootFile = bootFileFor(arch, node.bootInterface, settings);
     if (bootFile === null) return ignored(`client architecture ${arch} not served`);

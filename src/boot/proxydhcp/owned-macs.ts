@@ -12,6 +12,11 @@ export interface ServedBoot {
   uuid: string;
   bootMode: BootMode;
   bootInterface: BootInterface;
+  /**
+   * The iPXE script an iPXE client of this entry chains, relative to the HTTP boot URL; default
+   * `boot.ipxe` (which finds a node's config by MAC). Set for the discovery entry only.
+   */
+  ipxeScript?: string;
 }
 
 /** What the boot environment tells the index (see `BootEnvironmentOptions.served`). */

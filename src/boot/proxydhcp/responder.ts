@@ -15,10 +15,12 @@ import { isIPv4 } from 'node:net';
 import { listenError } from '../../common/listen.js';
 import { InvalidBootInput } from '../errors.js';
 import type { BootLogger } from '../types.js';
-import { answer, replyDestination } from './answer.js';
+import { answer, NOT_SERVED, replyDestination } from './answer.js';
 import { InterfaceBroadcaster } from './broadcast.js';
-import type { AnswerSettings, RequestPort } from './answer.js';
-import { DhcpDecodeError, encodeDhcp, parseDhcp } from './codec.js';
+import type { AnswerSettings, Decision, RequestPort } from './answer.js';
+import { clientMac, DhcpDecodeError, encodeDhcp, parseDhcp } from './codec.js';
+import type { DhcpPacket } from './codec.js';
+import type { DiscoveryAnswers } from '../discovery.js';
 import type { OwnedMacs } from './owned-macs.js';
 
 const LIMITED_BROADCAST = '255.255.255.255';
@@ -38,6 +40,8 @@ export interface ProxyDhcpOptions extends AnswerSettings {
   relayPort?: number;
   /** The MACs answered for, and how each boots. */
   owned: OwnedMacs;
+  /** Unknown machines (auto-discovery): asked, when armed, about PXE clients `owned` has no node for. */
+  unknown?: Pick<DiscoveryAnswers, 'armed' | 'lookup'>;
   logger?: BootLogger;
   /** Least time between two log lines about dropped datagrams (ms). Default 60 000. */
   logIntervalMs?: number;
@@ -135,7 +139,26 @@ export async function startProxyDhcp(options: ProxyDhcpOptions): Promise<ProxyDh
       dropped('malformed', err.message, from);
       return;
     }
-    const decision = answer(request, port, (mac) => options.owned.lookup(mac), options);
+    const first = answer(request, port, (mac) => options.owned.lookup(mac), options);
+    if (first.kind === 'ignored' && first.reason === NOT_SERVED && options.unknown?.armed === true) {
+      // A PXE client no node here has: maybe an unknown machine this conductor answers (discovery).
+      const unknown = options.unknown;
+      const mac = clientMac(request);
+      if (mac !== null) {
+        void unknown.lookup(mac).then(
+          (boot) => respond(socket, port, request, from, boot === undefined ? first : answer(request, port, () => boot, options)),
+          (err: unknown) => {
+            stats.ignored += 1;
+            dropped('discovery', err instanceof Error ? err.message : String(err), from);
+          },
+        );
+        return;
+      }
+    }
+    respond(socket, port, request, from, first);
+  };
+  const respond = (socket: Socket, port: RequestPort, request: DhcpPacket, from: RemoteInfo, decision: Decision): void => {
+    if (closed) return;
     if (decision.kind === 'ignored') {
       stats.ignored += 1;
       options.logger?.debug({ from: `${from.address}:${from.port}`, port, reason: decision.reason }, 'ProxyDHCP ignored a request');

@@ -11,6 +11,7 @@ import { DEFAULT_BOOT_FILES } from '../../../src/boot/dhcp.js';
 import { DEFAULT_ARM64_BOOT_FILES } from '../../../src/boot/proxydhcp/answer.js';
 import { clientMac, encodeDhcp, parseDhcp } from '../../../src/boot/proxydhcp/codec.js';
 import type { DhcpPacket } from '../../../src/boot/proxydhcp/codec.js';
+import { DISCOVERY_UUIDS, DiscoveryAnswers } from '../../../src/boot/discovery.js';
 import { OwnedMacs } from '../../../src/boot/proxydhcp/owned-macs.js';
 import { startProxyDhcp } from '../../../src/boot/proxydhcp/responder.js';
 import type { ProxyDhcpOptions, ProxyDhcpResponder } from '../../../src/boot/proxydhcp/responder.js';
@@ -285,5 +286,52 @@ describe('ProxyDHCP responder', () => {
   it('refuses a bind address or server address that is not IPv4, naming the field', async () => {
     await expect(start({ address: '::1' })).rejects.toThrow(/^address: "::1" is not an IPv4 address/);
     await expect(start({ serverAddress: 'boot.example.org' })).rejects.toThrow(/^serverAddress: /);
+  });
+
+  describe('unknown machines (auto-discovery)', () => {
+    it('answers a PXE client no node has only when armed and the resolver says so, with the discovery entry: PXELINUX for a PXE ROM, the discovery script for iPXE', async () => {
+      const asked: string[] = [];
+      const discovery = new DiscoveryAnswers();
+      await start({ unknown: discovery });
+      // Unarmed: silent, and nobody is asked.
+      expect(await ask(request(UNOWNED, { arch: 0 }), 'dhcp', 300)).toBeNull();
+      discovery.arm(async (mac) => {
+        asked.push(mac);
+        return mac === UNOWNED;
+      }, 'ipxe');
+      const rom = await ask(request(UNOWNED, { arch: 0 }));
+      expect(rom).not.toBeNull();
+      expect(text(rom!.options.get(67))).toBe('undionly.kpxe');
+      const ipxe = await ask(request(UNOWNED, { arch: 7, ipxe: '175' }));
+      expect(text(ipxe!.options.get(67))).toBe(`http://10.0.0.5:8080/${DISCOVERY_UUIDS.ipxe}/config`);
+      // The second request of the same MAC within the decision's lifetime asks nobody again.
+      expect(asked).toEqual([UNOWNED]);
+      // A MAC the resolver refuses (another conductor's by the ring, or a known port) gets nothing.
+      expect(await ask(request('52:54:00:77:77:77', { arch: 0 }), 'dhcp', 300)).toBeNull();
+      // Not a PXE client: the resolver is not even asked.
+      expect(await ask(request('52:54:00:66:66:66', { vendor: 'MSFT 5.0' }), 'dhcp', 300)).toBeNull();
+      expect(asked).toEqual([UNOWNED, '52:54:00:77:77:77']);
+      // A node's MAC is answered for the node, never as an unknown machine.
+      expect(text((await ask(request(MAC_A, { arch: 0 })))!.options.get(67))).toBe('pxelinux.0');
+      expect(asked).not.toContain(MAC_A);
+    });
+
+    it('a PXE-interface discovery answer gives the firmware its PXE boot file (PXELINUX, or GRUB for UEFI), which falls back to the discovery config', async () => {
+      const discovery = new DiscoveryAnswers();
+      discovery.arm(async () => true, 'pxe');
+      await start({ unknown: discovery });
+      expect(text((await ask(request(UNOWNED, { arch: 0 })))!.options.get(67))).toBe('pxelinux.0');
+      expect(text((await ask(request(UNOWNED, { arch: 7 })))!.options.get(67))).toBe('bootx64.efi');
+    });
+
+    it('a resolver that fails (the database is down) answers nothing and counts the request as ignored', async () => {
+      const discovery = new DiscoveryAnswers();
+      discovery.arm(async () => {
+        throw new Error('connection refused');
+      }, 'pxe');
+      await start({ unknown: discovery });
+      expect(await ask(request(UNOWNED, { arch: 0 }), 'dhcp', 300)).toBeNull();
+      expect(responder!.stats()).toMatchObject({ offers: 0, ignored: 1 });
+    });
   });
 });
