@@ -12,28 +12,25 @@
  * 3. **Commands**: IPA's command API on `listen` (`agent-commands.ts`). A caller must present the
  *    token, or its SHA-256 digest (what ironring's conductor holds), as `agent_token`; anything
  *    else gets 401 before its body is read.
+ *
+ * The requests to the API (1, 2, and the inventory post of an inspection) are `agent-api-client.ts`'s.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
-import { IronringError } from '../common/errors.js';
 import { agentTokenHash } from './agent-token.js';
-import { requestJson } from './http-json.js';
-import { collectInventory } from './inventory.js';
-import { defaultPowerOff, localMacs, routeSource as routeSourceOf } from './machine.js';
+import { AGENT_VERSION, AgentApiClient, AgentError } from './agent-api-client.js';
+import type { LookupResult } from './agent-api-client.js';
+import { defaultPowerOff, routeSource as routeSourceOf } from './machine.js';
 
 export { localMacs, routeSource } from './machine.js';
+export { AGENT_VERSION, AgentError } from './agent-api-client.js';
 import { COMMANDS } from './agent-commands.js';
 import type { CommandContext } from './agent-commands.js';
 import type { WriteImageOptions } from './disk/index.js';
 import { publicView, redact, serialise, view, commandResult } from './command-results.js';
 import type { StoredCommand } from './command-results.js';
-import { TOKEN_ALREADY_ISSUED, parseCommandRequest } from './protocol.js';
+import { parseCommandRequest } from './protocol.js';
 
-/** The agent's version, as it reports it in heartbeats and `GET /v1/status`. */
-export const AGENT_VERSION = '10.0.0-ironring';
-
-/** The highest API version the agent asks for: tokens in heartbeats are Ironic's from 1.62. */
-const MAX_ASKED_VERSION: readonly [number, number] = [1, 62];
 /** Largest command request read, in bytes (image_info is small; a config drive would be larger). */
 const MAX_COMMAND_BODY = 1024 * 1024;
 /** Command results kept (the oldest are dropped beyond): `GET /v1/commands/` stays bounded. */
@@ -80,38 +77,44 @@ export interface AgentOptions {
   log?: (line: string) => void;
 }
 
-/** The agent could not find its node, or the API refused it for good. */
-export class AgentError extends IronringError {}
-
-interface LookupResult {
-  node: { uuid: string; properties: Record<string, unknown>; instance_info: Record<string, unknown> };
-  token: string | null;
-  heartbeatTimeout: number;
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 
 export class Agent {
   private server: http.Server | null = null;
   private lookup: LookupResult | null = null;
   private callbackUrl = '';
-  private version = '1.22';
   private readonly commands = new Map<string, StoredCommand>();
   private running: StoredCommand | null = null;
   private lastDevice: string | null = null;
   private readonly logs: string[] = [];
   private readonly stopping = new AbortController();
-  private heartbeatTimer: NodeJS.Timeout | null = null;
-  private heartbeatInFlight: Promise<void> | null = null;
-  private heartbeatAgain = false;
   private readonly startedAt = Date.now() / 1000;
-  /** Heartbeats the API accepted, for tests and the log. */
-  heartbeats = 0;
-  /** Lookups that found the node (one per session), for tests. */
-  lookups = 0;
+  /** Lookup, heartbeats and the inventory post (`agent-api-client.ts`). */
+  private readonly client: AgentApiClient;
 
-  constructor(private readonly options: AgentOptions) {}
+  constructor(private readonly options: AgentOptions) {
+    this.client = new AgentApiClient(options, {
+      signal: this.stopping.signal,
+      log: (line) => this.say(line),
+      lookup: () => this.lookup,
+      callbackUrl: () => this.callbackUrl,
+      rescued: () => this.isRescued,
+    });
+  }
+
+  /** Heartbeats the API accepted, for tests and the log. */
+  get heartbeats(): number {
+    return this.client.heartbeats;
+  }
+
+  /** Lookups that found the node (one per session), for tests. */
+  get lookups(): number {
+    return this.client.lookups;
+  }
+
+  /** Inventory posts made (tests). */
+  get inventoryPosts(): number {
+    return this.client.inventoryPosts;
+  }
 
   private say(line: string): void {
     const stamped = `${new Date().toISOString()} ${line}`;
@@ -143,25 +146,25 @@ export class Agent {
     const host = this.options.advertiseHost ?? (await routeSourceOf(api.hostname, Number(api.port || (api.protocol === 'https:' ? 443 : 80))));
     this.callbackUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     this.say(`command API listening at ${this.callbackUrl}`);
-    this.version = await this.negotiateVersion();
+    await this.client.negotiateVersion();
     const inspection = this.options.inspectionCallbackUrl;
     // Booted to inspect: a machine no node knows (auto-discovery) posts its inventory at once, as
     // IPA does, and the API enrolls it; then it goes on looking itself up like any agent.
-    const found = inspection === undefined ? await this.findNode() : await this.findNode(true);
+    const found = inspection === undefined ? await this.client.findNode() : await this.client.findNode(true);
     if (found === null) {
       this.say('no node knows this machine: posting the inventory for discovery');
-      await this.postInventory(inspection!);
-      this.lookup = await this.findNode();
+      await this.client.postInventory(inspection!);
+      this.lookup = await this.client.findNode();
     } else this.lookup = found;
     this.say(`found node ${this.lookup.node.uuid}; heartbeat timeout ${this.lookup.heartbeatTimeout} s`);
     if (inspection === undefined || found === null) {
-      this.heartbeatSoon(0);
+      this.client.heartbeatSoon(0);
       return;
     }
     // The conductor hears where this agent listens before the inventory ends the inspection, so
     // that fast track can keep it up for the next verb; heartbeats go on after it.
-    await this.heartbeat();
-    await this.postInventory(inspection);
+    await this.client.heartbeat();
+    await this.client.postInventory(inspection);
   }
 
   /** True once `rescue.finalize_rescue` set the rescue user. */
@@ -170,201 +173,18 @@ export class Agent {
   /** The rescue user is set: no more heartbeats (the node left the agent's states); tell the owner of the process. */
   private rescued(): void {
     this.isRescued = true;
-    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
-    this.heartbeatTimer = null;
+    this.client.cancelHeartbeat();
     this.say(`IRONRING-RESCUE-READY: log in as rescue on the console`);
     // After the command's answer is on its way.
     setTimeout(() => this.options.onRescued?.(), 200).unref();
   }
 
-  /** Inventory posts made (tests). */
-  inventoryPosts = 0;
-
-  /**
-   * Collects the hardware inventory and posts it to `url` with the node's agent token, as IPA's
-   * inspection collector does (the body `{inventory, …}`); tries again on a network failure or a
-   * 5xx/409 answer, and gives up (logged) on any other refusal: the conductor then fails the
-   * inspection when it times out, and the operator reads why in this agent's log.
-   */
-  private async postInventory(url: string): Promise<void> {
-    let inventory: Record<string, unknown>;
-    try {
-      inventory = await (this.options.inventory ?? (() => collectInventory({ ...(this.options.sysRoot ? { sysRoot: this.options.sysRoot } : {}), ...(this.options.devRoot ? { devRoot: this.options.devRoot } : {}) }) as unknown as Promise<Record<string, unknown>>))();
-    } catch (err) {
-      this.say(`inspection: could not collect the inventory: ${(err as Error).message}`);
-      return;
-    }
-    const body: Record<string, unknown> = { inventory };
-    if (this.lookup?.token) body.agent_token = this.lookup.token;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const answer = await requestJson({
-          method: 'POST',
-          url: new URL(url),
-          body,
-          headers: { 'user-agent': `ironring-agent/${AGENT_VERSION}`, 'x-openstack-ironic-api-version': this.version },
-          timeoutMs: 60_000,
-          maxBytes: 1024 * 1024,
-          signal: this.stopping.signal,
-          ...(this.options.ca ? { ca: this.options.ca } : {}),
-        });
-        if (answer.status >= 200 && answer.status < 300) {
-          this.inventoryPosts++;
-          this.say(`inspection: inventory posted (${answer.status})`);
-          return;
-        }
-        this.say(`inspection: posting the inventory: ${answer.status} ${answer.text.slice(0, 256)}`);
-        if (answer.status !== 409 && answer.status < 500) return;
-      } catch (err) {
-        if (this.stopping.signal.aborted) return;
-        this.say(`inspection: posting the inventory failed: ${(err as Error).message}`);
-      }
-      if (attempt >= 10) return;
-      await this.pause(this.options.lookupIntervalMs ?? 5000).catch(() => undefined);
-      if (this.stopping.signal.aborted) return;
-    }
-  }
-
   async stop(): Promise<void> {
     this.stopping.abort(new AgentError('the agent is stopping'));
-    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
-    await this.heartbeatInFlight?.catch(() => undefined);
+    this.client.cancelHeartbeat();
+    await this.client.heartbeatSettled();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server?.closeAllConnections();
-  }
-
-  // ---- talking to the API -----------------------------------------------------------------
-
-  private async api(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: unknown; headers: http.IncomingHttpHeaders }> {
-    const answer = await requestJson({
-      method,
-      url: new URL(this.options.apiUrl.replace(/\/$/, '') + path),
-      body,
-      headers: { 'user-agent': `ironring-agent/${AGENT_VERSION}`, 'x-openstack-ironic-api-version': this.version },
-      timeoutMs: 60_000,
-      maxBytes: 4 * 1024 * 1024,
-      signal: this.stopping.signal,
-      ...(this.options.ca ? { ca: this.options.ca } : {}),
-    });
-    return { status: answer.status, json: answer.json === undefined ? answer.text.slice(0, 256) : answer.json, headers: answer.headers };
-  }
-
-  /** The API version to ask for: the API's highest, up to 1.62 (tokens in heartbeats). */
-  private async negotiateVersion(): Promise<string> {
-    for (;;) {
-      try {
-        const { headers, json } = await this.api('GET', '/v1');
-        const header = headers['x-openstack-ironic-api-maximum-version'];
-        const body = isObject(json) && isObject(json.version) ? json.version.version : undefined;
-        const max = typeof header === 'string' ? header : typeof body === 'string' ? body : '1.22';
-        const m = /^1\.(\d+)$/.exec(max);
-        const minor = m ? Math.min(Number(m[1]), MAX_ASKED_VERSION[1]) : 22;
-        return `1.${minor}`;
-      } catch (err) {
-        if (this.stopping.signal.aborted) throw err;
-        this.say(`the API at ${this.options.apiUrl} is not answering (${(err as Error).message}); trying again`);
-        await this.pause(this.options.lookupIntervalMs ?? 5000);
-      }
-    }
-  }
-
-  /** Looks the node up until found; `unknownIsAnswer`: a 404 (no node has these MACs) answers null. */
-  private async findNode(unknownIsAnswer: true): Promise<LookupResult | null>;
-  private async findNode(): Promise<LookupResult>;
-  private async findNode(unknownIsAnswer = false): Promise<LookupResult | null> {
-    const macs = this.options.macs ?? (await localMacs(this.options.sysRoot));
-    if (macs.length === 0) throw new AgentError('no Ethernet interface was found to look the node up by; pass --mac');
-    const started = Date.now();
-    const deadline = this.options.lookupTimeoutMs ?? 0;
-    for (;;) {
-      try {
-        const { status, json } = await this.api('GET', `/v1/lookup?addresses=${encodeURIComponent(macs.join(','))}`);
-        if (status === 200 && isObject(json) && isObject(json.node) && isObject(json.config) && typeof json.node.uuid === 'string') {
-          const token = typeof json.config.agent_token === 'string' ? json.config.agent_token : null;
-          if (token === TOKEN_ALREADY_ISSUED) {
-            this.say(`node ${json.node.uuid} already gave its agent token to another lookup: this agent cannot heartbeat; waiting for a new agent session`);
-          } else {
-            const timeout = typeof json.config.heartbeat_timeout === 'number' && json.config.heartbeat_timeout > 0 ? json.config.heartbeat_timeout : 300;
-            const node = json.node as LookupResult['node'];
-            this.lookups++;
-            return { node: { uuid: node.uuid, properties: isObject(node.properties) ? node.properties : {}, instance_info: isObject(node.instance_info) ? node.instance_info : {} }, token, heartbeatTimeout: timeout };
-          }
-        } else {
-          this.say(`lookup by ${macs.join(', ')}: ${status} ${describe(json)}`);
-          if (status === 404 && unknownIsAnswer) return null;
-        }
-      } catch (err) {
-        if (this.stopping.signal.aborted) throw err;
-        this.say(`lookup failed: ${(err as Error).message}`);
-      }
-      if (deadline > 0 && Date.now() - started > deadline) throw new AgentError(`no node was found for ${macs.join(', ')} within ${deadline / 1000} s`);
-      await this.pause(this.options.lookupIntervalMs ?? 5000);
-    }
-  }
-
-  /** Waits `ms`, or rejects when the agent stops; the stop listener goes with the wait (a lookup loop waits forever). */
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const signal = this.stopping.signal;
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  private period(): number {
-    if (this.options.heartbeatIntervalMs !== undefined) return this.options.heartbeatIntervalMs;
-    const timeout = (this.lookup?.heartbeatTimeout ?? 300) * 1000;
-    return timeout * (0.3 + Math.random() * 0.3);
-  }
-
-  /** Schedules the next heartbeat in `ms`; one in flight is followed by another at once. */
-  private heartbeatSoon(ms: number): void {
-    if (this.stopping.signal.aborted || this.isRescued) return;
-    if (this.heartbeatInFlight !== null && ms === 0) {
-      this.heartbeatAgain = true;
-      return;
-    }
-    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
-    this.heartbeatTimer = setTimeout(() => {
-      this.heartbeatTimer = null;
-      this.heartbeatInFlight = this.heartbeat().finally(() => {
-        this.heartbeatInFlight = null;
-        if (this.heartbeatAgain) {
-          this.heartbeatAgain = false;
-          this.heartbeatSoon(0);
-        }
-      });
-    }, ms);
-  }
-
-  private async heartbeat(): Promise<void> {
-    const lookup = this.lookup;
-    if (lookup === null) return;
-    let next = this.period();
-    try {
-      const body: Record<string, unknown> = { callback_url: this.callbackUrl, agent_version: AGENT_VERSION };
-      if (lookup.token !== null) body.agent_token = lookup.token;
-      const { status, json } = await this.api('POST', `/v1/heartbeat/${encodeURIComponent(lookup.node.uuid)}`, body);
-      if (status >= 200 && status < 300) {
-        this.heartbeats++;
-      } else {
-        // 409: the conductor is busy with the node; anything else is logged and tried again.
-        this.say(`heartbeat: ${status} ${describe(json)}`);
-        if (status === 409 || status >= 500) next = Math.min(next, 5000);
-      }
-    } catch (err) {
-      if (this.stopping.signal.aborted) return;
-      this.say(`heartbeat failed: ${(err as Error).message}`);
-      next = Math.min(next, 5000);
-    }
-    this.heartbeatSoon(next);
   }
 
   // ---- the command API --------------------------------------------------------------------
@@ -480,7 +300,7 @@ export class Agent {
       record.done = run().finally(() => {
         this.running = null;
         // Tell the conductor now rather than a heartbeat period later.
-        this.heartbeatSoon(0);
+        this.client.heartbeatSoon(0);
       });
       if (wait) await record.done;
     } else {
@@ -520,22 +340,6 @@ export class Agent {
       signal: this.stopping.signal,
     };
   }
-}
-
-function describe(json: unknown): string {
-  if (isObject(json)) {
-    const fault = json.error_message ?? json.message ?? json.faultstring;
-    if (typeof fault === 'string') {
-      try {
-        const inner = JSON.parse(fault) as { faultstring?: unknown };
-        if (typeof inner.faultstring === 'string') return inner.faultstring;
-      } catch {
-        // a plain message
-      }
-      return fault.slice(0, 512);
-    }
-  }
-  return JSON.stringify(json)?.slice(0, 512) ?? '';
 }
 
 class BodyError extends Error {
