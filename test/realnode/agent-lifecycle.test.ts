@@ -15,10 +15,11 @@
  * agent, which sets the rescue user with the password's hash and hands the console to a login
  * prompt; `baremetal node unrescue` boots the deployed image from the disk again.
  *
- * Auto-discovery (last: it adds a DHCP server for any MAC to the wire): a VM no node knows boots
- * the deploy ramdisk (qemu's -kernel, as the discovery boot entry would: the PXE side of discovery
- * is not built yet) and is enrolled by the API from its inventory; given its BMC, it is managed,
- * then adopted with the stock `baremetal node adopt` (the BMC read, nothing switched or written).
+ * Auto-discovery (last: it replaces the conductor with one in the ProxyDHCP layout, beside a site
+ * DHCP server for any MAC): a VM no node knows network-boots; the conductor the ring assigns its MAC
+ * to answers it with the discovery ramdisk, whose agent posts the inventory, and the API enrolls it;
+ * given its BMC, it is managed, then adopted with the stock `baremetal node adopt` (the BMC read,
+ * nothing switched or written).
  *
  * Run alone with `npx vitest run test/realnode/agent-lifecycle.test.ts`; needs what the other real-node
  * tests need (requirements.ts).
@@ -231,13 +232,28 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
     }
   }, SCENARIO_TIMEOUT_MS);
 
-  it('auto-discovery: a VM no node knows boots the ramdisk once and is enrolled with its properties, port and inventory; given its BMC it is managed, and baremetal node adopt takes it to active', async () => {
-    // A DHCP server for any MAC, as a site's: no conductor's dnsmasq answers an unknown machine.
+  it('auto-discovery: a VM no node knows network-boots the discovery ramdisk from the ProxyDHCP of the conductor the ring assigns it to, and is enrolled with its properties, port and inventory; given its BMC it is managed, and baremetal node adopt takes it to active', async () => {
+    // The ProxyDHCP layout: a site DHCP server hands out addresses to any MAC, the conductor's
+    // responder the boot information. c1 (dnsmasq files mode, which ignores unknown MACs) goes, so
+    // the ring of the default group is c2 alone.
+    await lab.stopConductor(lab.conductors[0]!);
     await lab.addSiteDhcp('site', 20);
+    await lab.addConductor('c2', 12, {
+      dnsmasq: false,
+      env: {
+        IRONRING_DHCP_PROXY_ENABLED: 'true',
+        IRONRING_INSPECTOR_ADD_PORTS: 'all',
+        IRONRING_AUTO_DISCOVERY_ENABLED: 'true',
+        IRONRING_AUTO_DISCOVERY_DEPLOY_KERNEL: `file://${ramdisk.kernel.path}`,
+        IRONRING_AUTO_DISCOVERY_DEPLOY_KERNEL_CHECKSUM: ramdisk.kernel.checksum,
+        IRONRING_AUTO_DISCOVERY_DEPLOY_RAMDISK: `file://${ramdisk.initramfs.path}`,
+        IRONRING_AUTO_DISCOVERY_DEPLOY_RAMDISK_CHECKSUM: ramdisk.initramfs.checksum,
+      },
+    });
     const disk = sparseDisk('disc-root', 5 * GIB);
     const machine = await lab.addMachine('disc', 'bios', { disks: [{ file: disk, serial: 'disc-a' }], memoryMiB: 1024, cpus: 2 });
-    const append = `console=ttyS0 panic=-1 ipa-api-url=${lab.apiUrl} ipa-inspection-callback-url=${lab.apiUrl}/v1/continue_inspection BOOTIF=01-${machine.mac.replaceAll(':', '-')}`;
-    const qemu = spawn(machine.vm.command[0]!, [...machine.vm.command.slice(1), '-kernel', ramdisk.kernel.path, '-initrd', ramdisk.initramfs.path, '-append', append], { stdio: 'ignore' });
+    // Powered on by hand, not through its BMC: ironring knows nothing of it yet.
+    const qemu = spawn(machine.vm.command[0]!, machine.vm.command.slice(1), { stdio: 'ignore' });
     const started = Date.now();
     try {
       let uuid: string | undefined;
@@ -250,6 +266,8 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
       console.log(`real node ${machine.name}: unknown machine booted → enrolled in ${Date.now() - started} ms`);
       const node = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ driver: string; provision_state: string; extra: Record<string, unknown>; properties: Record<string, unknown>; inspect_interface: string }>();
       expect(node).toMatchObject({ driver: 'ipmi', provision_state: 'enroll', inspect_interface: 'agent', extra: { auto_discovered: true } });
+      // It network-booted the discovery entry (iPXE's script from c2), not a node's.
+      expect(readFileText(machine.vm.serialLog)).toContain('d15c0003/config');
       expect(node.properties).toMatchObject({ cpus: 2, cpu_arch: 'x86_64', memory_mb: 1024, local_gb: 4, capabilities: 'boot_mode:bios' });
       const stored = (await api(lab.app, 'GET', `/v1/nodes/${uuid}/inventory`)).json<{ inventory: { disks: Array<{ serial: string }>; boot: { pxe_interface: string } } }>();
       expect(stored.inventory.disks.map((d) => d.serial)).toEqual(['disc-a']);
