@@ -1,7 +1,7 @@
 /**
  * One JSON request over http or https with everything bounded: a timeout, the answer's size, an
  * abort signal. Both sides of the agent protocol use it: the conductor asking an agent
- * (`agent-client.ts`) and the agent asking the API (`agent.ts`).
+ * (`agent-client.ts`) and the agent asking the API (`agent-api-client.ts`).
  */
 import http from 'node:http';
 import https from 'node:https';
