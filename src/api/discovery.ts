@@ -15,7 +15,7 @@ import type { Config } from '../config/options.js';
 import type { InspectionData } from '../agent/inspection-data.js';
 import type { Store } from '../db/connect.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { applyInspectionRules, DEFAULT_INSPECTOR_SETTINGS, InspectionFailed, inspectionSummary, processInventory, storedPluginData } from '../conductor/inspection.js';
+import { applyInspectionRules, applyRuledTraits, DEFAULT_INSPECTOR_SETTINGS, InspectionFailed, inspectionSummary, processInventory, storedPluginData } from '../conductor/inspection.js';
 import type { InspectorSettings } from '../conductor/inspection.js';
 import { saveInventory } from '../nodes/inventory-store.js';
 import { createNode } from '../nodes/node-store.js';
@@ -84,6 +84,8 @@ export async function enrollDiscovered(store: Store, config: Config, drivers: Dr
     throw err;
   }
   await saveInventory(store, node.id, { inventory: data.inventory, plugin_data: storedPluginData(ruled.pluginData, findings) });
+  // A rule adding more than 50 traits leaves the node enrolled without them, and says so.
+  await applyRuledTraits(store, node.id, ruled.traits).catch((err: Error) => void history.push(`traits not set: ${err.message}`));
   await writeHistory(store, [
     { nodeId: node.id, conductor: hostname(), eventType: 'inspection', severity: 'INFO', event: `discovered and enrolled (driver ${driver})` },
     ...history.map((event) => ({ nodeId: node.id, conductor: hostname(), eventType: 'inspection', severity: 'INFO' as const, event })),

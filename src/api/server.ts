@@ -21,6 +21,7 @@ import { BODY_LIMIT } from './json-fields.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
 import { agentRoutes } from './routes/agent.js';
+import { nodeTraitRoutes } from './routes/node-traits.js';
 import { inspectionRuleRoutes } from './routes/inspection-rules.js';
 import { computeServerRoutes } from './routes/compute-servers.js';
 import type { ComputeStores } from '../cells/compute-stores.js';
@@ -113,6 +114,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     nodeActionRoutes(api, { store, config, rings, router });
     agentRoutes(api, { store, config, router, drivers });
     inspectionRuleRoutes(api, { store, config });
+    nodeTraitRoutes(api, { store });
     nodeValidateRoutes(api, { store, drivers });
     driverRoutes(api, { store, config, drivers });
     portRoutes(api, { store, config });

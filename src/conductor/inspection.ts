@@ -22,11 +22,13 @@ import { chooseRootDevice, parseHints } from '../agent/disk/root-device-hints.js
 import type { BlockDevice } from '../agent/disk/block-devices.js';
 import type { InspectionData } from '../agent/inspection-data.js';
 import type { NodePatch, NodeTask } from '../cluster/task.js';
+import { InvalidParameter } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
 import type { DriverTask } from '../drivers/index.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { RuleFailed, runInspectionRules } from '../nodes/inspection-rules.js';
 import { saveInventory } from '../nodes/inventory-store.js';
+import { addTraits, dropTraits } from '../nodes/traits.js';
 import { createPort, deletePort, updatePort } from '../nodes/port-store.js';
 
 /** `[inspector]`, as the owner applies it. */
@@ -222,12 +224,31 @@ export async function finishInspection(task: NodeTask, driverTask: DriverTask, d
     tornDown = true;
     const { keepAgent } = (await inspect.tearDownInspection?.(driverTask, false)) ?? { keepAgent: false };
     const notes = await applyPorts(task, findings, deps);
+    await applyRuledTraits(deps.store, task.node.id, ruled.traits);
     await saveInventory(deps.store, task.node.id, { inventory: data.inventory, plugin_data: storedPluginData(ruled.pluginData, findings) });
     await task.recordHistory({ eventType: 'inspection', severity: 'INFO', event: inspectionSummary(findings, notes) });
     return { changes: { properties: findings.properties, ...ruled.changes, ...(keepAgent ? {} : await deps.readPower(driverTask)) }, keepAgent };
   } catch (err) {
     // A failed inspection leaves no ramdisk up: power off, files gone (once).
     if (!tornDown) await inspect.tearDownInspection?.(driverTask, true).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** What the inspection rules decided: node fields, the plugin data as they left it, traits to add and remove. */
+export interface RuledInspection {
+  changes: NodePatch;
+  pluginData: Record<string, unknown>;
+  traits: { add: string[]; remove: string[] };
+}
+
+/** Writes the rules' trait changes to node `nodeId` (at most 50 traits on a node: past that, the inspection fails). */
+export async function applyRuledTraits(store: Store, nodeId: number, traits: RuledInspection['traits']): Promise<void> {
+  await dropTraits(store, nodeId, traits.remove);
+  try {
+    await addTraits(store, nodeId, traits.add);
+  } catch (err) {
+    if (err instanceof InvalidParameter) throw new InspectionFailed(`inspection rules: ${err.message}`);
     throw err;
   }
 }
@@ -241,10 +262,10 @@ export type RuleNode = Pick<NodeRow, 'uuid' | 'name' | 'driver' | 'resource_clas
  * findings' (they saw them); a rule's `fail` fails the inspection with its message (`InspectionFailed`).
  * `record` gets a line for the node's history per `log` action and one naming the rules applied.
  */
-export async function applyInspectionRules(store: Store, node: RuleNode, findings: InspectionFindings, data: InspectionData, record: (line: string) => Promise<void>): Promise<{ changes: NodePatch; pluginData: Record<string, unknown> }> {
+export async function applyInspectionRules(store: Store, node: RuleNode, findings: InspectionFindings, data: InspectionData, record: (line: string) => Promise<void>): Promise<RuledInspection> {
   const rows = await store.db.selectFrom('inspection_rules').select(['uuid', 'description', 'priority', 'phase', 'sensitive', 'conditions', 'actions']).execute();
   const pluginData = structuredClone(data.pluginData);
-  if (rows.length === 0) return { changes: {}, pluginData };
+  if (rows.length === 0) return { changes: {}, pluginData, traits: { add: [], remove: [] } };
   const view = { uuid: node.uuid, name: node.name, driver: node.driver, resource_class: node.resource_class, properties: findings.properties, extra: node.extra, driver_info: node.driver_info };
   let outcome;
   try {
@@ -260,6 +281,7 @@ export async function applyInspectionRules(store: Store, node: RuleNode, finding
   return {
     changes: { ...(extra !== undefined ? { extra } : {}), ...(driverInfo !== undefined ? { driver_info: driverInfo } : {}), ...(resourceClass !== undefined ? { resource_class: resourceClass as string | null } : {}) },
     pluginData,
+    traits: outcome.traits,
   };
 }
 

@@ -126,6 +126,14 @@ export interface NodeInventoryTable {
   created_at: CreatedAt;
 }
 
+/** One trait of a node (src/nodes/traits.ts). */
+export interface NodeTraitsTable {
+  id: Generated<number>;
+  node_id: number;
+  trait: string;
+  created_at: CreatedAt;
+}
+
 /** An operator's inspection rule (src/nodes/inspection-rules.ts). */
 export interface InspectionRulesTable {
   id: Generated<number>;
@@ -249,6 +257,7 @@ export interface Database {
   node_history: NodeHistoryTable;
   node_inventory: NodeInventoryTable;
   inspection_rules: InspectionRulesTable;
+  node_traits: NodeTraitsTable;
   cell_mappings: CellMappingsTable;
   host_mappings: HostMappingsTable;
   instance_mappings: InstanceMappingsTable;
@@ -284,6 +293,7 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
   node_history: { created_at: 'timestamp' },
   node_inventory: { inventory_data: 'json', plugin_data: 'json', created_at: 'timestamp' },
   inspection_rules: { sensitive: 'flag', conditions: 'json', actions: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  node_traits: { created_at: 'timestamp' },
   cell_mappings: { disabled: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
   host_mappings: { created_at: 'timestamp', updated_at: 'timestamp' },
   instance_mappings: { queued_for_delete: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },

@@ -11,15 +11,16 @@
  * - Actions `{"op", "args"}`: `fail` (`msg`: the inspection fails with it), `set-attribute`,
  *   `extend-attribute` (`path`, `value`, `unique`), `del-attribute` (`path`) on `/properties/…`,
  *   `/extra/…`, `/driver_info/…` and `/resource_class`; `set-capability` (`name`, `value`),
- *   `unset-capability` (`name`); `set-plugin-data` (`path` dotted, `value`); `log` (`msg`, `level`).
+ *   `unset-capability` (`name`); `add-trait`, `remove-trait` (`name`, a valid trait: `nodes/traits.ts`);
+ *   `set-plugin-data` (`path` dotted, `value`); `log` (`msg`, `level`).
  * - `args` as an object, or a list in the order above. Strings are interpolated as Python's
  *   `str.format` would with `inventory`, `plugin_data` and `node`: `{inventory[cpu][count]}`,
  *   `{node.properties[cpus]}`; a string that is one reference alone keeps the value's type (so
  *   `lt` compares numbers), where Ironic gives its text.
- * Not taken: loops (`loop`, `multiple`), `in-net`, traits (ironring has no node traits yet),
- * port actions, `api-call`. Rules are refused (400) when they use them.
+ * Not taken: loops (`loop`, `multiple`), `in-net`, port actions, `api-call`. Rules are refused (400) when they use them.
  */
 import { InvalidParameter } from '../common/errors.js';
+import { checkTrait } from './traits.js';
 import { isForbiddenKey } from '../common/json-safety.js';
 
 export interface RuleOperation {
@@ -58,6 +59,8 @@ const ACTIONS: Readonly<Record<string, readonly [readonly string[], readonly str
   'del-attribute': [['path'], []],
   'set-capability': [['name', 'value'], []],
   'unset-capability': [['name'], []],
+  'add-trait': [['name'], []],
+  'remove-trait': [['name'], []],
   'set-plugin-data': [['path', 'value'], []],
   log: [['msg'], ['level']],
 };
@@ -132,6 +135,7 @@ function checkOperations(where: string, list: unknown, table: typeof CONDITIONS,
     if (['set-attribute', 'extend-attribute', 'del-attribute'].includes(name)) attributePath(args.path, `${at}.args.path`);
     if (name === 'set-plugin-data' && (typeof args.path !== 'string' || args.path === '' || args.path.split('.').some((k) => k === '' || isForbiddenKey(k)))) throw new InvalidParameter(`${at}.args.path: expected a dotted path such as extra.rack`);
     if (['set-capability', 'unset-capability'].includes(name) && (typeof args.name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(args.name))) throw new InvalidParameter(`${at}.args.name: a capability name (letters, digits, _ . -)`);
+    if (['add-trait', 'remove-trait'].includes(name)) checkTrait(args.name, `${at}.args.name`);
     if (name === 'log' && args.level !== undefined && !['debug', 'info', 'warning', 'error', 'critical'].includes(String(args.level))) throw new InvalidParameter(`${at}.args.level: one of debug, info, warning, error, critical`);
     return { op: raw.op, args: raw.args as RuleOperation['args'] ?? {} };
   });
@@ -173,6 +177,8 @@ export interface RuleOutcome {
   /** Rules whose conditions held, in the order they ran. */
   applied: string[];
   log: string[];
+  /** Traits to add and to remove (`add-trait`, `remove-trait`; the last word on a trait wins). */
+  traits: { add: string[]; remove: string[] };
 }
 
 /** `{inventory[cpu][count]}`, `{node.uuid}`: a value of `ctx`, or undefined. */
@@ -293,7 +299,7 @@ function setIn(target: Record<string, unknown>, keys: readonly string[], value: 
  */
 export function runInspectionRules(rules: readonly InspectionRule[], ctx: RuleContext): RuleOutcome {
   const node = structuredClone(ctx.node);
-  const outcome: RuleOutcome = { changes: {}, applied: [], log: [] };
+  const outcome: RuleOutcome = { changes: {}, applied: [], log: [], traits: { add: [], remove: [] } };
   const ordered = [...rules].sort((a, b) => b.priority - a.priority);
   for (const rule of ordered) {
     const view: RuleContext = { inventory: ctx.inventory, plugin_data: ctx.plugin_data, node };
@@ -310,6 +316,14 @@ export function runInspectionRules(rules: readonly InspectionRule[], ctx: RuleCo
         case 'set-plugin-data':
           setIn(ctx.plugin_data, String(a.path).split('.'), a.value, 'set');
           break;
+        case 'add-trait':
+        case 'remove-trait': {
+          const trait = String(a.name);
+          const [to, from] = action.op === 'add-trait' ? [outcome.traits.add, outcome.traits.remove] : [outcome.traits.remove, outcome.traits.add];
+          if (from.includes(trait)) from.splice(from.indexOf(trait), 1);
+          if (!to.includes(trait)) to.push(trait);
+          break;
+        }
         case 'set-capability':
         case 'unset-capability': {
           const props = (node.properties = isObject(node.properties) ? node.properties : {});

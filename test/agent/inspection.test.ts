@@ -256,6 +256,8 @@ describe.each(engines)('agent inspection on %s', (engine) => {
         { op: 'set-attribute', args: ['/resource_class', 'baremetal-uefi'] },
         { op: 'set-capability', args: ['cpu_count', '{inventory[cpu][count]}'] },
         { op: 'set-attribute', args: ['/extra/vendor', '{inventory[system_vendor][manufacturer]}'] },
+        { op: 'add-trait', args: ['CUSTOM_UEFI_BOX'] },
+        { op: 'remove-trait', args: ['CUSTOM_UNTESTED'] },
       ],
     });
     expect(tagging.statusCode, tagging.body).toBe(201);
@@ -265,11 +267,13 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     expect(listed.inspection_rules.map((r) => r.description)).toEqual(['uefi two-socket boxes', null]);
     expect(listed.inspection_rules[1]).toMatchObject({ sensitive: true, conditions: null, actions: null });
     expect(JSON.stringify(listed)).not.toContain('never shown');
-    const bad = await post({ actions: [{ op: 'add-trait', args: ['CUSTOM_X'] }] });
+    const bad = await post({ actions: [{ op: 'set-port-attribute', args: ['/pxe_enabled', false] }] });
     expect(bad.statusCode).toBe(400);
     expect(bad.body).toContain('unsupported action');
 
     const uuid = await manageableNode();
+    const traits = (payload: object) => app.inject({ method: 'PUT', url: `/v1/nodes/${uuid}/traits`, headers: LATEST, payload });
+    expect((await traits({ traits: ['CUSTOM_UNTESTED', 'CUSTOM_RACK_7'] })).statusCode).toBe(204);
     await inspect(uuid);
     await until(uuid, ['inspect wait']);
     startAgent();
@@ -279,6 +283,8 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     expect(done.properties).toMatchObject({ cpus: 2, capabilities: 'boot_mode:uefi,cpu_count:2' });
     expect(done.extra).toEqual({ vendor: 'QEMU' });
     expect(done.driver_info).not.toHaveProperty('ipmi_password');
+    // Traits: the rule's added, its removed gone, the operator's other one kept.
+    expect((await app.inject({ method: 'GET', url: `/v1/nodes/${uuid}/traits`, headers: LATEST })).json()).toEqual({ traits: ['CUSTOM_RACK_7', 'CUSTOM_UEFI_BOX'] });
 
     // A rule that refuses the machine: inspect failed with its message, the node off.
     expect((await post({ description: 'no small boxes', conditions: [{ op: 'lt', args: { values: ['{inventory[memory][physical_mb]}', 4096] } }], actions: [{ op: 'fail', args: ['only {inventory[memory][physical_mb]} MiB'] }] })).statusCode).toBe(201);

@@ -39,7 +39,7 @@ describe.each(engines)('migrations on %s', (engine) => {
   it('creates every table of the schema on an empty database', async () => {
     expect(await tableNames()).toEqual([]);
     const reports = await migrateDatabase(store);
-    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token'] : s === 'baremetal' ? ['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules'] : ['0001_initial']]));
+    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token'] : s === 'baremetal' ? ['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules', '0006_node_traits'] : ['0001_initial']]));
     const names = await tableNames();
     for (const table of TABLES) expect(names).toContain(table);
   });
@@ -49,7 +49,7 @@ describe.each(engines)('migrations on %s', (engine) => {
     await store.db.insertInto('conductors').values({ hostname: 'c1' }).execute();
     const again = await migrateDatabase(store);
     expect(again.every((r) => r.applied.length === 0)).toBe(true);
-    expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules']);
+    expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules', '0006_node_traits']);
     const rows = await store.db.selectFrom('conductors').select('hostname').execute();
     expect(rows).toEqual([{ hostname: 'c1' }]);
   });
@@ -187,7 +187,7 @@ describe.runIf(engines.includes('postgres'))('migrations on postgres beside othe
         const store = await openDatabase(target.url);
         try {
           await migrateDatabase(store);
-          expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules']);
+          expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules', '0006_node_traits']);
         } finally {
           await store.close();
           await target.drop();

@@ -228,6 +228,21 @@ describe.skipIf(!available)('the stock baremetal CLI against ironring up', () =>
     expect(await json('node', 'show', nodeUuid, '-c', 'maintenance', '-c', 'maintenance_reason')).toEqual({ maintenance: false, maintenance_reason: null });
   });
 
+  it('sets, adds, lists and removes traits (baremetal node trait …), and shows them on the node', async () => {
+    await ok('node', 'add', 'trait', nodeUuid, 'CUSTOM_GPU', 'HW_CPU_X86_VMX');
+    expect(await json<Array<{ Traits: string }>>('node', 'trait', 'list', nodeUuid)).toEqual([{ Traits: 'CUSTOM_GPU' }, { Traits: 'HW_CPU_X86_VMX' }]);
+    expect((await json('node', 'show', nodeUuid, '-c', 'traits')).traits).toEqual(['CUSTOM_GPU', 'HW_CPU_X86_VMX']);
+    await ok('node', 'remove', 'trait', nodeUuid, 'CUSTOM_GPU');
+    const missing = await baremetal('node', 'remove', 'trait', nodeUuid, 'CUSTOM_GPU');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("doesn't have a trait CUSTOM_GPU");
+    const invalid = await baremetal('node', 'add', 'trait', nodeUuid, 'lower_case');
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toContain('invalid trait');
+    await ok('node', 'remove', 'trait', nodeUuid, '--all');
+    expect(await json('node', 'trait', 'list', nodeUuid)).toEqual([]);
+  });
+
   it('deletes a node, and reports an unknown one with exit 1 and the API message', async () => {
     const [deleted, unknown] = await Promise.all([ok('node', 'delete', 'spare'), baremetal('node', 'show', 'no-such-node')]);
     expect(deleted).toContain('Deleted node spare');

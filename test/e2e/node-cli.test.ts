@@ -162,6 +162,23 @@ describe('ironring node and port commands against ironring up', () => {
     expect((n.driver_internal_info as Record<string, unknown>).clean_steps).toBeUndefined();
   });
 
+  it('lists, adds, removes and sets traits; an invalid one gets the API\'s message and exit 1', () => {
+    json('node', 'create', '--driver', 'fake-hardware', '--name', 'cli-traits');
+    expect(cli('node', 'trait', 'add', 'cli-traits', 'CUSTOM_GPU', 'CUSTOM_RACK_7').stdout).toBe('Added CUSTOM_GPU, CUSTOM_RACK_7 to node cli-traits\n');
+    expect(json('node', 'trait', 'list', 'cli-traits')).toEqual(['CUSTOM_GPU', 'CUSTOM_RACK_7']);
+    expect(cli('node', 'trait', 'list', 'cli-traits').stdout).toMatch(/│ Traits +│\n[^]*│ CUSTOM_GPU +│/);
+    expect(cli('node', 'trait', 'remove', 'cli-traits', 'CUSTOM_GPU').code).toBe(0);
+    expect(cli('node', 'trait', 'set', 'cli-traits', 'HW_CPU_X86_VMX', 'CUSTOM_X').code).toBe(0);
+    expect(json('node', 'trait', 'list', 'cli-traits')).toEqual(['CUSTOM_X', 'HW_CPU_X86_VMX']);
+    const bad = cli('node', 'trait', 'add', 'cli-traits', 'gpu');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^ironring: 400 from .*trait: invalid trait "gpu"/);
+    const both = cli('node', 'trait', 'remove', 'cli-traits', 'CUSTOM_X', '--all');
+    expect([both.code, both.stderr]).toEqual([2, 'ironring: give the traits to remove, or --all (not both)\n']);
+    expect(cli('node', 'trait', 'remove', 'cli-traits', '--all').code).toBe(0);
+    expect(json('node', 'trait', 'list', 'cli-traits')).toEqual([]);
+  });
+
   it('answers bad flags with one line and exit code 2', () => {
     const res = cli('node', 'create', '--driver', 'fake-hardware', '--property', 'novalue');
     expect(res.code).toBe(2);

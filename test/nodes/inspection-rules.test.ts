@@ -28,7 +28,9 @@ describe('parseInspectionRule', () => {
   it('refuses what it does not take, naming the field', () => {
     const bad: Array<[unknown, RegExp]> = [
       [{ conditions: [] }, /actions: at least one action is required/],
-      [{ actions: [{ op: 'add-trait', args: ['CUSTOM_X'] }] }, /actions\[0\]\.op: unsupported action "add-trait"/],
+      [{ actions: [{ op: 'set-port-attribute', args: ['/pxe_enabled', false] }] }, /actions\[0\]\.op: unsupported action "set-port-attribute"/],
+      [{ actions: [{ op: 'add-trait', args: ['custom_lower'] }] }, /actions\[0\]\.args\.name: invalid trait "custom_lower"/],
+      [{ actions: [{ op: 'remove-trait', args: { name: 'CUSTOM_' } }] }, /actions\[0\]\.args\.name: invalid trait/],
       [{ actions: [{ op: 'fail' }] }, /actions\[0\]\.args: missing required argument\(s\): msg/],
       [{ actions: [{ op: 'fail', args: { msg: 'x', why: 1 } }] }, /unexpected argument\(s\): why/],
       [{ actions: [{ op: 'set-attribute', args: ['/driver', 'x'] }] }, /not a node field rules may change/],
@@ -55,6 +57,10 @@ describe('runInspectionRules', () => {
           { op: 'extend-attribute', args: { path: '/extra/tags', value: 'dell', unique: true } },
           { op: 'extend-attribute', args: { path: '/extra/tags', value: 'dell', unique: true } },
           { op: 'log', args: ['{node.uuid} has {inventory[cpu][count]} CPUs'] },
+          { op: 'add-trait', args: ['CUSTOM_BIG'] },
+          { op: 'add-trait', args: { name: 'HW_CPU_X86_VMX' } },
+          { op: 'remove-trait', args: ['CUSTOM_SMALL'] },
+          { op: 'remove-trait', args: ['HW_CPU_X86_VMX'] },
         ],
       }),
       rule({ conditions: [{ op: 'eq', args: { values: ['{inventory[cpu][architecture]}', 'aarch64'] } }], actions: [{ op: 'fail', args: ['no arm here'] }] }, 'r2'),
@@ -67,6 +73,8 @@ describe('runInspectionRules', () => {
       extra: { tags: ['dell'] },
     });
     expect(out.log).toEqual(['r1: n1 has 64 CPUs']);
+    // The last word on a trait wins.
+    expect(out.traits).toEqual({ add: ['CUSTOM_BIG'], remove: ['CUSTOM_SMALL', 'HW_CPU_X86_VMX'] });
   });
 
   it('fails with the rule\'s message, and runs the highest priority first', () => {

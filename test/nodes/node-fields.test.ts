@@ -85,6 +85,7 @@ const CONTRACT: Record<string, Contract> = {
   fault: { since: [1, 42], view: null },
   deploy_step: { since: [1, 44], view: { step: 'write_image', interface: 'deploy' } },
   conductor_group: { since: [1, 46], view: 'rack1', create: true, patch: true, good: ['Rack_2', 'rack_2'], bad: ['has space', /is invalid; use at most 255 letters/] },
+  traits: { since: [1, 37], view: [] },
   protected: { since: [1, 48], view: false },
   protected_reason: { since: [1, 48], view: null },
   conductor: { since: [1, 49], view: 'c1' },
@@ -98,7 +99,7 @@ describe('the node field table', () => {
   it('has exactly the fields of the contract, each since its version', () => {
     expect(NODE_FIELDS.fieldsAt(LATEST)).toEqual(Object.keys(CONTRACT));
     for (const [field, c] of Object.entries(CONTRACT)) expect(NODE_FIELDS.since(field), field).toEqual(c.since);
-    expect(NODE_FIELDS.since('traits')).toBeUndefined();
+    expect(NODE_FIELDS.since('bios_interface')).toBeUndefined();
   });
 
   it('shows each field from its version on, and hides it from older requests', () => {

@@ -13,6 +13,7 @@ import { INTERFACE_TYPES, interfaceField } from '../../drivers/hardware-type.js'
 import type { InterfaceType } from '../../drivers/hardware-type.js';
 import { IPMI_HARDWARE } from '../../drivers/ipmi/ipmi-hardware.js';
 import { apiRequest, clientContext, withClientOptions } from '../client.js';
+import { addTraitCommands } from './node-trait.js';
 import { emit, renderRecord, renderTable } from '../output.js';
 import { nodeFailure, waitForNode, WaitFailed, waitSeconds } from '../wait.js';
 
@@ -393,5 +394,6 @@ export function nodeCommand(): Command {
       emit(format, dev, () => renderRecord(dev));
     });
 
+  addTraitCommands(node);
   return node;
 }
