@@ -5,15 +5,11 @@
  * for a trait the node lacks; the rows go with the node.
  */
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApi } from '../../src/api/server.js';
 import { createLogger } from '../../src/common/logger.js';
 import { loadConfig } from '../../src/config/load.js';
-import { openDatabase } from '../../src/db/connect.js';
-import type { Store } from '../../src/db/connect.js';
-import { migrateDatabase } from '../../src/db/migrate.js';
-import { createTestDatabase, testEngines } from '../helpers/databases.js';
-import type { TestDatabase } from '../helpers/databases.js';
+import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
 const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
@@ -21,21 +17,13 @@ const LATEST = V('latest');
 const fault = (body: string): string => (JSON.parse(JSON.parse(body).error_message) as { faultstring: string }).faultstring;
 
 describe.each(engines)('node traits API on %s', (engine) => {
-  let target: TestDatabase;
-  let store: Store;
+  const db = useMigratedDatabase(engine);
   let app: FastifyInstance;
 
-  beforeAll(async () => {
-    target = await createTestDatabase(engine);
-    store = await openDatabase(target.url);
-    await migrateDatabase(store);
-    app = buildApi({ store, config: loadConfig({ env: {} }).config, logger: createLogger({ level: 'silent', pretty: false }) });
+  beforeEach(() => {
+    app = buildApi({ store: db.store, config: loadConfig({ env: {} }).config, logger: createLogger({ level: 'silent', pretty: false }) });
   });
-  afterAll(async () => {
-    await app.close();
-    await store.close();
-    await target.drop();
-  });
+  afterEach(async () => app.close());
 
   const call = (method: 'GET' | 'PUT' | 'DELETE', url: string, payload?: object, headers = LATEST) => app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
   const traitsOf = async (uuid: string) => (await call('GET', `/v1/nodes/${uuid}/traits`)).json<{ traits: string[] }>().traits;
@@ -103,7 +91,7 @@ describe.each(engines)('node traits API on %s', (engine) => {
     expect((await call('GET', '/v1/nodes/no-such-node/traits')).statusCode).toBe(404);
     await call('PUT', `/v1/nodes/${uuid}/traits`, { traits: ['CUSTOM_GONE'] });
     // (Through the API a delete goes to the node's conductor; the cascade is the database's.)
-    await store.db.deleteFrom('nodes').where('uuid', '=', uuid).execute();
-    expect(await store.db.selectFrom('node_traits').select('trait').where('trait', '=', 'CUSTOM_GONE').execute()).toEqual([]);
+    await db.store.db.deleteFrom('nodes').where('uuid', '=', uuid).execute();
+    expect(await db.store.db.selectFrom('node_traits').select('trait').where('trait', '=', 'CUSTOM_GONE').execute()).toEqual([]);
   });
 });

@@ -15,6 +15,10 @@
  * agent, which sets the rescue user with the password's hash and hands the console to a login
  * prompt; `baremetal node unrescue` boots the deployed image from the disk again.
  *
+ * Take-over: an inspection whose owner stops gracefully while the machine boots the ramdisk is
+ * finished by the conductor that takes the node over (it rebuilt the ramdisk entry with the
+ * inventory callback; the agent's inventory reaches it through the ring).
+ *
  * Auto-discovery (last: it replaces the conductor with one in the ProxyDHCP layout, beside a site
  * DHCP server for any MAC): a VM no node knows network-boots; the conductor the ring assigns its MAC
  * to answers it with the discovery ramdisk, whose agent posts the inventory, and the API enrolls it;
@@ -37,6 +41,7 @@ import { openLab } from './lab.js';
 import type { Lab, LabMachine } from './lab.js';
 import { realNodeAvailable } from './requirements.js';
 import { waitForMarker } from './vm.js';
+import { waitUntil } from '../helpers/conductors.js';
 
 const available = realNodeAvailable();
 
@@ -230,6 +235,32 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
       c1.env = env;
       await lab.startConductor(c1);
     }
+  }, SCENARIO_TIMEOUT_MS);
+
+  it('an inspection whose owner stops while the machine boots the ramdisk completes under the new owner, which rebuilt the ramdisk entry with the inventory callback', async () => {
+    const second = await lab.addConductor('c3', 13, { env: { IRONRING_INSPECTOR_ADD_PORTS: 'all' } });
+    await waitUntil(async () => (await second.proc!.status()).rings['']?.length === 2, STATE_TIMEOUT_MS, 'the second conductor to join the ring');
+    const machine = await lab.addMachine('inspect-move', 'bios', { disks: [{ file: sparseDisk('inspect-move', 5 * GIB), serial: 'move-a' }], memoryMiB: 1024, cpus: 2 });
+    const uuid = await manageable(machine);
+    const started = Date.now();
+    await provision(lab.app, uuid, 'inspect');
+    await waitForProvisionState(lab.app, uuid, 'inspect wait', STATE_TIMEOUT_MS);
+    const before = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ conductor: string }>().conductor;
+    const owner = lab.conductors.find((c) => c.host === before)!;
+    // Stopped at once: the machine is still in its firmware or iPXE, the agent not yet up.
+    await lab.stopConductor(owner, 'SIGTERM');
+    await waitForProvisionState(lab.app, uuid, 'manageable', AGENT_TIMEOUT_MS);
+    const done = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ conductor: string; last_error: string | null; properties: Record<string, unknown> }>();
+    console.log(`real node ${machine.name}: inspection owner ${before} stopped in inspect wait; ${done.conductor} finished it ${Date.now() - started} ms after inspect`);
+    expect(done.conductor).not.toBe(before);
+    expect(done.last_error).toBeNull();
+    expect(done.properties).toMatchObject({ cpus: 2, memory_mb: 1024, local_gb: 4 });
+    expect(await nodeStates(lab.app, uuid)).toMatchObject({ power_state: 'power off' });
+    await machine.bmc.stop();
+    // Back as before: c1 alone (the discovery scenario below wants the default group's ring to itself).
+    const first = lab.conductors[0]!;
+    await lab.stopConductor(second);
+    if (first.proc === null) await lab.startConductor(first);
   }, SCENARIO_TIMEOUT_MS);
 
   it('auto-discovery: a VM no node knows network-boots the discovery ramdisk from the ProxyDHCP of the conductor the ring assigns it to, and is enrolled with its properties, port and inventory; given its BMC it is managed, and baremetal node adopt takes it to active', async () => {
