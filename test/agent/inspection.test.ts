@@ -17,6 +17,7 @@ import { DEFAULT_INSPECTOR_SETTINGS } from '../../src/conductor/inspection.js';
 import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { createDriverRegistry, FakeHardwareState } from '../../src/drivers/index.js';
 import { startLoopbackAgent, untilState } from '../helpers/agent-runs.js';
+import { waitUntil } from '../helpers/conductors.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 import { startInProcessApi } from '../helpers/in-process-api.js';
 
@@ -25,6 +26,7 @@ const LATEST = { 'x-openstack-ironic-api-version': 'latest' };
 const MAC1 = '52:54:00:aa:bb:01';
 const MAC2 = '52:54:00:aa:bb:02';
 const GIB = 2 ** 30;
+const untilTrue = (check: () => boolean, what: string) => waitUntil(check, 5_000, what);
 
 /** What a 2-CPU, 1 GiB UEFI machine with two disks and two NICs reports (booted from MAC1). */
 function inventory(): Record<string, unknown> {
@@ -118,7 +120,8 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     const done = await until(uuid, ['manageable', 'inspect failed']);
     expect(done.provision_state, done.last_error ?? '').toBe('manageable');
     expect(done.last_error).toBeNull();
-    expect(agent.inventoryPosts).toBe(1);
+    // The node may be manageable before the agent has read the answer to its post.
+    await untilTrue(() => agent.inventoryPosts === 1, 'the agent to count its inventory post');
     expect(done.properties).toEqual({ capabilities: 'secure_boot:false,boot_mode:uefi', cpus: 2, cpu_arch: 'x86_64', memory_mb: 1024, local_gb: 7 });
     // add_ports = pxe: the NIC it booted from (already enrolled); the second gets no port.
     expect(await ports(uuid)).toEqual([[MAC1, true]]);
@@ -319,7 +322,8 @@ describe.each(engines)('agent inspection on %s', (engine) => {
     }
     expect(nodes).toHaveLength(1);
     const node = await row(nodes[0]!.uuid);
-    expect(agent.inventoryPosts).toBe(1);
+    // The node may be manageable before the agent has read the answer to its post.
+    await untilTrue(() => agent.inventoryPosts === 1, 'the agent to count its inventory post');
     expect(node).toMatchObject({
       driver: 'ipmi',
       provision_state: 'enroll',
