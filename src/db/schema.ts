@@ -68,6 +68,8 @@ export interface NodesTable {
   properties: JsonWithDefault;
   instance_info: JsonWithDefault;
   extra: JsonWithDefault;
+  /** The node's traits (src/nodes/traits.ts), sorted. */
+  traits: JsonWithDefault<string[]>;
   instance_uuid: Nullable<string>;
   conductor_group: ColumnType<string, string | undefined, string>;
   resource_class: Nullable<string>;
@@ -123,14 +125,6 @@ export interface NodeInventoryTable {
   inventory_data: JsonWithDefault;
   /** What the conductor derived (interfaces, root disk) and any extra data the agent sent. */
   plugin_data: JsonWithDefault;
-  created_at: CreatedAt;
-}
-
-/** One trait of a node (src/nodes/traits.ts). */
-export interface NodeTraitsTable {
-  id: Generated<number>;
-  node_id: number;
-  trait: string;
   created_at: CreatedAt;
 }
 
@@ -257,7 +251,6 @@ export interface Database {
   node_history: NodeHistoryTable;
   node_inventory: NodeInventoryTable;
   inspection_rules: InspectionRulesTable;
-  node_traits: NodeTraitsTable;
   cell_mappings: CellMappingsTable;
   host_mappings: HostMappingsTable;
   instance_mappings: InstanceMappingsTable;
@@ -286,14 +279,13 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
   conductors: { online: 'flag', drivers: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   conductor_hardware_interfaces: { default: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
   nodes: {
-    driver_info: 'json', driver_internal_info: 'json', properties: 'json', instance_info: 'json', extra: 'json',
+    driver_info: 'json', driver_internal_info: 'json', properties: 'json', instance_info: 'json', extra: 'json', traits: 'json',
     provision_updated_at: 'timestamp', maintenance: 'flag', created_at: 'timestamp', updated_at: 'timestamp',
   },
   ports: { pxe_enabled: 'flag', local_link_connection: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   node_history: { created_at: 'timestamp' },
   node_inventory: { inventory_data: 'json', plugin_data: 'json', created_at: 'timestamp' },
   inspection_rules: { sensitive: 'flag', conditions: 'json', actions: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
-  node_traits: { created_at: 'timestamp' },
   cell_mappings: { disabled: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
   host_mappings: { created_at: 'timestamp', updated_at: 'timestamp' },
   instance_mappings: { queued_for_delete: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },

@@ -24,8 +24,6 @@ export interface NodeFieldContext {
   replicasOf?: (node: NodeRow) => string[];
   /** Hostname of a conductor row id, for `conductor_affinity`. */
   conductorName?: (id: number | null) => string | null;
-  /** The node's traits (read for the page being rendered), for `traits`. */
-  traitsOf?: (node: NodeRow) => string[];
 }
 
 type NodeField = FieldSpec<NodeRow, NodeFieldContext>;
@@ -130,7 +128,8 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
       normalize: (v) => (v === null ? '' : lower(v)),
     },
   },
-  traits: { since: [1, 37], view: (n, ctx) => ctx.traitsOf?.(n) ?? [], reads: ['id'] },
+  // Changed through /v1/nodes/{node}/traits only, as Ironic's.
+  traits: { since: [1, 37], column: 'traits', sortable: false },
   protected: fixed([1, 48], () => false),
   protected_reason: fixed([1, 48], () => null),
   conductor: { since: [1, 49], view: (n, ctx) => ctx.conductorOf(n), reads: ['uuid', 'conductor_group'] },

@@ -5,7 +5,7 @@
  * A trait is a custom one — `CUSTOM_` then A–Z, 0–9 and `_` — or a standard one; ironring does not
  * carry os-traits' list, so it takes as standard any name of the same characters in one of its
  * namespaces (`COMPUTE_`, `HW_`, `MISC_`, `OWNER_`, `STORAGE_`). At most 255 characters, at most
- * 50 traits on a node (Ironic's limits). Stored one row per trait (`node_traits`), sorted when read.
+ * 50 traits on a node (Ironic's limits). Stored sorted, as a JSON list on the node's row (`nodes.traits`).
  */
 import { InvalidParameter, NotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
@@ -43,47 +43,47 @@ function tooMany(count: number): InvalidParameter {
 
 /** The node's traits, sorted. */
 export async function listTraits(store: Store, nodeId: number): Promise<string[]> {
-  const rows = await store.db.selectFrom('node_traits').select('trait').where('node_id', '=', nodeId).orderBy('trait').execute();
-  return rows.map((r) => r.trait);
+  const row = await store.db.selectFrom('nodes').select('traits').where('id', '=', nodeId).executeTakeFirst();
+  return row?.traits ?? [];
 }
 
-/** The traits of several nodes at once (a page of a node list), by node id. */
-export async function traitsOfNodes(store: Store, nodeIds: readonly number[]): Promise<Map<number, string[]>> {
-  const found = new Map<number, string[]>(nodeIds.map((id) => [id, []]));
-  if (nodeIds.length === 0) return found;
-  const rows = await store.db.selectFrom('node_traits').select(['node_id', 'trait']).where('node_id', 'in', [...nodeIds]).orderBy('trait').execute();
-  for (const row of rows) found.get(row.node_id)?.push(row.trait);
-  return found;
+/**
+ * Changes the node's traits under a row lock (`FOR UPDATE` on PostgreSQL; SQLite serializes
+ * writers): `change` gets the current traits and returns the new ones, or throws to change nothing.
+ */
+async function changeTraits(store: Store, nodeId: number, change: (current: string[]) => string[]): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    let query = trx.selectFrom('nodes').select('traits').where('id', '=', nodeId);
+    if (store.engine === 'postgres') query = query.forUpdate();
+    const row = await query.executeTakeFirst();
+    if (row === undefined) return;
+    const next = [...new Set(change(row.traits))].sort();
+    if (next.length > MAX_TRAITS_PER_NODE) throw tooMany(next.length);
+    if (JSON.stringify(next) === JSON.stringify(row.traits)) return;
+    await trx.updateTable('nodes').set({ traits: JSON.stringify(next), updated_at: store.sqlNow() }).where('id', '=', nodeId).execute();
+  });
 }
 
 /** Replaces the node's traits with `traits` (checked by `parseTraitList`). */
-export async function setTraits(store: Store, nodeId: number, traits: readonly string[]): Promise<void> {
-  if (traits.length > MAX_TRAITS_PER_NODE) throw tooMany(traits.length);
-  await store.db.transaction().execute(async (trx) => {
-    await trx.deleteFrom('node_traits').where('node_id', '=', nodeId).execute();
-    if (traits.length > 0) await trx.insertInto('node_traits').values(traits.map((trait) => ({ node_id: nodeId, trait, created_at: store.sqlNow() }))).execute();
-  });
+export function setTraits(store: Store, nodeId: number, traits: readonly string[]): Promise<void> {
+  return changeTraits(store, nodeId, () => [...traits]);
 }
 
 /** Adds traits the node does not have yet (400 past the limit); the ones it has stay. */
-export async function addTraits(store: Store, nodeId: number, traits: readonly string[]): Promise<void> {
-  await store.db.transaction().execute(async (trx) => {
-    const have = new Set((await trx.selectFrom('node_traits').select('trait').where('node_id', '=', nodeId).execute()).map((r) => r.trait));
-    const added = [...new Set(traits)].filter((t) => !have.has(t));
-    if (added.length === 0) return;
-    if (have.size + added.length > MAX_TRAITS_PER_NODE) throw tooMany(have.size + added.length);
-    await trx.insertInto('node_traits').values(added.map((trait) => ({ node_id: nodeId, trait, created_at: store.sqlNow() }))).execute();
-  });
+export function addTraits(store: Store, nodeId: number, traits: readonly string[]): Promise<void> {
+  return changeTraits(store, nodeId, (current) => [...current, ...traits]);
 }
 
 /** Removes one trait; 404 when the node does not have it. */
-export async function removeTrait(store: Store, nodeId: number, nodeUuid: string, trait: string): Promise<void> {
-  const removed = await store.db.deleteFrom('node_traits').where('node_id', '=', nodeId).where('trait', '=', trait).executeTakeFirst();
-  if (Number(removed.numDeletedRows) === 0) throw new NotFound(`Node ${nodeUuid} doesn't have a trait ${trait}`);
+export function removeTrait(store: Store, nodeId: number, nodeUuid: string, trait: string): Promise<void> {
+  return changeTraits(store, nodeId, (current) => {
+    if (!current.includes(trait)) throw new NotFound(`Node ${nodeUuid} doesn't have a trait ${trait}`);
+    return current.filter((t) => t !== trait);
+  });
 }
 
 /** Removes the given traits where present (inspection rules' `remove-trait`). */
-export async function dropTraits(store: Store, nodeId: number, traits: readonly string[]): Promise<void> {
-  if (traits.length === 0) return;
-  await store.db.deleteFrom('node_traits').where('node_id', '=', nodeId).where('trait', 'in', [...traits]).execute();
+export function dropTraits(store: Store, nodeId: number, traits: readonly string[]): Promise<void> {
+  if (traits.length === 0) return Promise.resolve();
+  return changeTraits(store, nodeId, (current) => current.filter((t) => !traits.includes(t)));
 }

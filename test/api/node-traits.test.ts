@@ -2,7 +2,7 @@
  * Node traits through the API (Ironic's 1.37 resource) on both databases: list, replace, add one,
  * remove one and all; the `traits` field of node views from 1.37 on; Ironic's validation (custom
  * and standard names, 255 characters, 50 a node) with 400s naming the entry; 404 below 1.37 and
- * for a trait the node lacks; the rows go with the node.
+ * for a trait the node lacks; a node PATCH cannot change them.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -83,15 +83,17 @@ describe.each(engines)('node traits API on %s', (engine) => {
     expect(await traitsOf(uuid)).toHaveLength(50);
   });
 
-  it('is not found below 1.37 or for a missing node, and the traits go with their node', async () => {
+  it('is not found below 1.37 or for a missing node, and a node PATCH cannot change traits', async () => {
     const uuid = await node('t4');
     const old = await call('GET', `/v1/nodes/${uuid}/traits`, undefined, V('1.36'));
     expect(old.statusCode).toBe(404);
     expect(old.body).toContain('needs API version 1.37');
     expect((await call('GET', '/v1/nodes/no-such-node/traits')).statusCode).toBe(404);
-    await call('PUT', `/v1/nodes/${uuid}/traits`, { traits: ['CUSTOM_GONE'] });
-    // (Through the API a delete goes to the node's conductor; the cascade is the database's.)
-    await db.store.db.deleteFrom('nodes').where('uuid', '=', uuid).execute();
-    expect(await db.store.db.selectFrom('node_traits').select('trait').where('trait', '=', 'CUSTOM_GONE').execute()).toEqual([]);
+    // As on Ironic, a node PATCH cannot change them: the traits resource does.
+    await call('PUT', `/v1/nodes/${uuid}/traits`, { traits: ['CUSTOM_KEPT'] });
+    const patch = await app.inject({ method: 'PATCH', url: `/v1/nodes/${uuid}`, headers: LATEST, payload: [{ op: 'replace', path: '/traits', value: ['CUSTOM_OTHER'] }] });
+    expect(patch.statusCode).toBe(400);
+    expect(fault(patch.body)).toMatch(/\/traits: cannot be changed \(read-only\)/);
+    expect(await traitsOf(uuid)).toEqual(['CUSTOM_KEPT']);
   });
 });

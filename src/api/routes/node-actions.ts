@@ -48,7 +48,7 @@ function objectBody(request: FastifyRequest): Record<string, unknown> {
 export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; config: Config; router: ConductorRouter; rings: ConductorRings }): void {
   const { store, router, config } = options;
   // After a change the answer reads the conductors afresh (a change is rare; a GET is not).
-  const view = nodeView(options.store, options.rings, options.config, 'fresh');
+  const view = nodeView(options.rings, options.config, 'fresh');
   // Absolute, like the Location of a created node (and Ironic's): where to watch the change happen.
   const statesUrl = (request: FastifyRequest, uuid: string) => `${baseUrl(request, options.config.api.public_endpoint)}/v1/nodes/${uuid}/states`;
 

@@ -14,7 +14,6 @@ import { NODE_INTERFACE_FIELDS } from '../../nodes/node-fields.js';
 import { NODE_SORT_KEYS, createNode, getNode, listNodes } from '../../nodes/node-store.js';
 import type { NewNode, NodeFilters, NodeListQuery, NodeRow } from '../../nodes/node-store.js';
 import { PROVISION_STATES } from '../../nodes/states.js';
-import { traitsOfNodes } from '../../nodes/traits.js';
 import { initialProvisionState } from '../../nodes/state-machine.js';
 import { baseUrl } from '../links.js';
 import { jsonFieldLimits } from '../json-fields.js';
@@ -23,7 +22,6 @@ import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
 import { NODE_FIELDS, NODE_LIST_FIELDS, columnsFor, fieldsAt, renderNode } from '../views/node.js';
 import type { NodeViewContext } from '../views/node.js';
-import { TRAITS_SINCE } from './node-traits.js';
 import { validateNewNode } from './node-input.js';
 
 export interface NodeRouteOptions {
@@ -57,20 +55,10 @@ function viewContextFor(rings: ConductorRings, config: Config, read: 'current' |
   };
 }
 
-/**
- * Adds the traits of `rows` to `ctx` when the view shows them (API 1.37 on, all fields or `traits`
- * asked for): one query for the page.
- */
-async function withTraits(store: Store, ctx: NodeViewContext, rows: readonly NodeRow[], shown: readonly string[] | undefined): Promise<NodeViewContext> {
-  if (compareVersions(ctx.version, TRAITS_SINCE) < 0 || (shown !== undefined && !shown.includes('traits'))) return ctx;
-  const traits = await traitsOfNodes(store, rows.map((n) => n.id));
-  return { ...ctx, traitsOf: (n) => traits.get(n.id) ?? [] };
-}
-
 /** Renders one node in full for a request (used after changes too). */
-export function nodeView(store: Store, rings: ConductorRings, config: Config, read: 'current' | 'fresh' = 'current') {
+export function nodeView(rings: ConductorRings, config: Config, read: 'current' | 'fresh' = 'current') {
   const viewContext = viewContextFor(rings, config, read);
-  return async (request: FastifyRequest, node: NodeRow) => renderNode(node, await withTraits(store, await viewContext(request), [node], undefined));
+  return async (request: FastifyRequest, node: NodeRow) => renderNode(node, await viewContext(request));
 }
 
 export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): void {
@@ -129,8 +117,7 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
       ...(columns ? { columns: q.conductor === undefined ? columns : [...new Set([...columns, 'uuid', 'conductor_group'] as const)] } : {}),
     };
     const rows = q.conductor === undefined ? await listNodes(store, listQuery) : await listOwnedBy(q.conductor, listQuery, ctx.conductorOf);
-    const pageCtx = await withTraits(store, ctx, rows, shown);
-    const body: Record<string, unknown> = { nodes: rows.map((n) => renderNode(n, pageCtx, shown, detail)) };
+    const body: Record<string, unknown> = { nodes: rows.map((n) => renderNode(n, ctx, shown, detail)) };
     if (rows.length === limit && rows.length > 0) body.next = nextLink(ctx.base, request, limit, rows[rows.length - 1]!);
     return body;
   }
@@ -142,7 +129,7 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     const fields = parseFields(request.query.fields, fieldsAt(request.apiVersion), 'node');
     // Both reads at once: the node and the live conductors are independent round trips.
     const [node, ctx] = await Promise.all([getNode(store, request.params.ident), viewContext(request)]);
-    return renderNode(node, await withTraits(store, ctx, [node], fields), fields);
+    return renderNode(node, ctx, fields);
   });
 
   // The body schema documents the table's create fields; the table checks bodies itself, so that a

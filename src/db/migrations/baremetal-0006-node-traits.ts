@@ -1,29 +1,24 @@
 /**
- * `node_traits`: the traits of a node (Ironic's `node_traits` table, API 1.37): names the scheduler
- * matches against a flavor's required traits, set by the operator or by inspection rules. One row
- * per trait, unique per node, gone with the node.
+ * `nodes.traits`: the traits of a node (Ironic's API 1.37), names the scheduler matches against a
+ * flavor's required traits, set by the operator or by inspection rules. A JSON list on the node's
+ * own row (Ironic keeps a `node_traits` table): the API never filters by trait, and every node view
+ * that shows traits reads the row anyway, so showing them costs no query of its own.
  */
+import { sql } from 'kysely';
 import type { Kysely, Migration } from 'kysely';
 import type { Engine } from '../connect.js';
-import { columnKit } from './column-types.js';
 
 export function baremetalNodeTraits(engine: Engine): Migration {
-  const k = columnKit(engine);
+  const pg = engine === 'postgres';
   return {
     async up(db: Kysely<unknown>) {
-      await k
-        .timestamp(
-          k.id(db.schema.createTable('node_traits'))
-            .addColumn('node_id', 'integer', (c) => c.notNull().references('nodes.id').onDelete('cascade'))
-            .addColumn('trait', 'varchar(255)', (c) => c.notNull())
-            .addUniqueConstraint('uniq_node_traits0node_id0trait', ['node_id', 'trait']),
-          'created_at',
-          { defaultNow: true },
-        )
+      await db.schema
+        .alterTable('nodes')
+        .addColumn('traits', pg ? 'jsonb' : 'text', (c) => c.notNull().defaultTo(pg ? sql`'[]'::jsonb` : sql.lit('[]')))
         .execute();
     },
     async down(db: Kysely<unknown>) {
-      await db.schema.dropTable('node_traits').execute();
+      await db.schema.alterTable('nodes').dropColumn('traits').execute();
     },
   };
 }
