@@ -10,7 +10,7 @@
  * conductors' entries of the node in shared DHCP directories (`dhcp.ts`).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   isMissing,
@@ -32,7 +32,6 @@ import type { DhcpBootFiles, DhcpChanges, DhcpOptions } from './dhcp.js';
 import { dhcpOwnerToken } from './dhcp-names.js';
 import { listDhcpOwners, sweepDhcpEntries } from './dhcp-sweep.js';
 import { InvalidBootInput } from './errors.js';
-import { isDiscoveryUuid } from './discovery.js';
 import { applySync, forgetMasterStats } from './fast-apply.js';
 import { ImageCache } from './image-cache.js';
 import type { ImageCacheOptions } from './image-cache.js';
@@ -42,7 +41,7 @@ import { allMacLinks, BOOT_IPXE_NAME, MANIFEST_NAME } from './layout.js';
 import type { BootRoots } from './layout.js';
 import { buildNodeSpec, parseManifest } from './node-spec.js';
 import type { NodeSpec, SpecSettings } from './node-spec.js';
-import { sweep, sweepDirs } from './sweep.js';
+import { nodeDirUuids, sweep, sweepDirs } from './sweep.js';
 import type { SweepReport } from './sweep.js';
 import type { ServedListener } from './proxydhcp/owned-macs.js';
 import { NODE_FILES, renderBootIpxe } from './templates/index.js';
@@ -58,11 +57,8 @@ const DHCP_OWNERS_TTL_MS = 1000;
 
 /** Adds what a DHCP write or retirement changed to a node's changes. */
 function addChanges(changes: BootChanges, dhcp: DhcpChanges): void {
-  changes.written.push(...dhcp.written);
-  changes.removed.push(...dhcp.removed);
+  for (const key of ['written', 'removed'] as const) changes[key].push(...dhcp[key]);
 }
-
-const UUID_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Where the boot environment lives and what it writes. Every path is absolute. */
 export interface BootEnvironmentOptions {
@@ -321,20 +317,8 @@ export class BootEnvironment {
   }
 
   /** Uuids of the nodes that have a directory under either root (prepared, or half cleaned up); not the discovery entries. */
-  async listPrepared(): Promise<string[]> {
-    const found = new Set<string>();
-    for (const root of [this.roots.tftpRoot, this.roots.httpRoot]) {
-      if (root === undefined) continue;
-      let names: string[];
-      try {
-        names = await readdir(root);
-      } catch (err) {
-        if (isMissing(err)) continue;
-        throw err;
-      }
-      for (const name of names) if (UUID_DIR.test(name) && !isDiscoveryUuid(name)) found.add(name);
-    }
-    return [...found].sort();
+  listPrepared(): Promise<string[]> {
+    return nodeDirUuids([this.roots.tftpRoot, this.roots.httpRoot]);
   }
 
   private async apply(spec: NodeSpec): Promise<BootChanges> {

@@ -6,7 +6,8 @@
  */
 import { readlink, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { isTempName, readdirEntriesOrEmpty, statOrNull } from './atomic-fs.js';
+import { isTempName, readdirEntriesOrEmpty, readdirOrEmpty, statOrNull } from './atomic-fs.js';
+import { isDiscoveryUuid } from './discovery.js';
 import { PXELINUX_CFG } from './layout.js';
 
 /** What to sweep. */
@@ -86,4 +87,16 @@ export async function sweep(options: SweepOptions): Promise<SweepReport> {
     }
   }
   return report;
+}
+
+const UUID_DIR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The node uuids that name a directory under any of `roots` (not the discovery entries'), sorted. */
+export async function nodeDirUuids(roots: ReadonlyArray<string | undefined>): Promise<string[]> {
+  const found = new Set<string>();
+  for (const root of roots) {
+    if (root === undefined) continue;
+    for (const name of await readdirOrEmpty(root)) if (UUID_DIR.test(name) && !isDiscoveryUuid(name)) found.add(name);
+  }
+  return [...found].sort();
 }
