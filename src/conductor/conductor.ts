@@ -289,7 +289,9 @@ export class Conductor {
         if (change.removed.length > 0) void this.releaseDeadLocks().then((n) => n > 0 && this.reconciler.trigger('dead locks released'));
       });
       await this.view.start();
-      await this.discoveryBoot().start();
+      // In the background: the discovery ramdisk may take a while to fetch, and a conductor's start
+      // (its heartbeat) must not wait for it. It never throws; it logs why it does not answer.
+      void this.discoveryBoot().start();
       await this.reconciler.start();
       this.powerSync.start();
       this.started().waitTimeouts.start();
