@@ -78,6 +78,8 @@ export interface NodeWork {
   deps: NodeOperationsDeps;
   /** Takes the node's lock (an exclusive task), retrying as `retry` says (default `deps.retry`). */
   lock: (uuid: string, purpose: string, retry?: { attempts: number; intervalMs: number }) => Promise<NodeTask>;
+  /** Takes the node's lock at the first try, or null when someone holds it (periodic work looks again later). */
+  tryLock: (uuid: string, purpose: string) => Promise<NodeTask | null>;
   /** Runs `work` in the background under `task`, which is released when it ends. */
   background: (task: NodeTask, work: () => Promise<void>) => void;
   /** The node's driver, bound to the task's node and ports. */
@@ -87,7 +89,6 @@ export interface NodeWork {
 }
 
 const RESUMABLE_STATES: ReadonlySet<string> = new Set(WORKING_STATES);
-
 
 export class NodeOperations {
   /** Background work in flight, so tests and shutdown can wait for it. */
@@ -99,6 +100,7 @@ export class NodeOperations {
     this.work = {
       deps,
       lock: (uuid, purpose, retry) => this.lock(uuid, purpose, retry),
+      tryLock: (uuid, purpose) => this.tryLock(uuid, purpose),
       background: (task, work) => this.background(task, work),
       driverTask: (task) => this.driverTask(task),
       readPower: (driverTask) => readPower(this.deps.logger, driverTask),
@@ -110,6 +112,15 @@ export class NodeOperations {
     return acquireTask(store, uuid, { host, tracker, purpose, retry });
   }
 
+  private async tryLock(uuid: string, purpose: string): Promise<NodeTask | null> {
+    try {
+      return await this.lock(uuid, purpose, { attempts: 1, intervalMs: 0 });
+    } catch (err) {
+      if (err instanceof NodeLocked) return null;
+      throw err;
+    }
+  }
+
   /**
    * Takes over a working state (deploying, cleaning, deleting, verifying…) whose conductor went
    * away: resumes it where that is safe, instead of failing it as Ironic does, and otherwise fails it
@@ -118,13 +129,8 @@ export class NodeOperations {
    * state.
    */
   async resume(uuid: string): Promise<'resumed' | 'failed' | null> {
-    let task: NodeTask;
-    try {
-      task = await this.lock(uuid, 'resume', { attempts: 1, intervalMs: 0 });
-    } catch (err) {
-      if (err instanceof NodeLocked) return null;
-      throw err;
-    }
+    const task = await this.tryLock(uuid, 'resume');
+    if (task === null) return null;
     const state = task.node.provision_state;
     if (!RESUMABLE_STATES.has(state)) {
       await task.release();

@@ -6,7 +6,6 @@
 import { acquireTask } from '../cluster/task.js';
 import type { NodePatch, NodeTask } from '../cluster/task.js';
 import { Conflict, InvalidParameter } from '../common/errors.js';
-import { NodeLocked } from '../cluster/errors.js';
 import { RESCUE_PASSWORD_KEY } from '../drivers/index.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { transition } from '../nodes/state-machine.js';
@@ -84,13 +83,8 @@ export async function abortWaiting(work: NodeWork, task: NodeTask, what: 'inspec
  * when the node is locked (someone is on it: the next pass looks again) or no longer in `state`.
  */
 export async function failWaitTimeout(work: NodeWork, uuid: string, state: string, seconds: number): Promise<boolean> {
-  let task: NodeTask;
-  try {
-    task = await work.lock(uuid, 'wait timeout', { attempts: 1, intervalMs: 0 });
-  } catch (err) {
-    if (err instanceof NodeLocked) return false;
-    throw err;
-  }
+  const task = await work.tryLock(uuid, 'wait timeout');
+  if (task === null) return false;
   try {
     if (task.node.provision_state !== state) return false;
     const driverTask = await work.driverTask(task);
