@@ -28,12 +28,15 @@ describe.each(engines)('migrations on %s', (engine) => {
     await target.drop();
   });
 
-  /** Tables of this test's own database; on PostgreSQL other test files' schemas are left out. */
+  /**
+   * Tables of this test's own database. On PostgreSQL only its own schema is read: kysely's
+   * introspection reads every schema's columns, and another test file dropping its schema meanwhile
+   * makes that query fail ("column … does not exist").
+   */
   async function tableNames(): Promise<string[]> {
-    const tables = await store.db.introspection.getTables();
-    if (engine !== 'postgres') return tables.map((t) => t.name).sort();
-    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(store.db);
-    return tables.filter((t) => t.schema === rows[0]!.schema).map((t) => t.name).sort();
+    if (engine !== 'postgres') return (await store.db.introspection.getTables()).map((t) => t.name).sort();
+    const { rows } = await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`.execute(store.db);
+    return rows.map((r) => r.name).filter((n) => !n.startsWith('kysely_')).sort();
   }
 
   it('creates every table of the schema on an empty database', async () => {
