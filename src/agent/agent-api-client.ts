@@ -76,7 +76,14 @@ export class AgentApiClient {
     const signal = this.session.signal;
     let inventory: Record<string, unknown>;
     try {
-      inventory = await (this.options.inventory ?? (() => collectInventory({ ...(this.options.sysRoot ? { sysRoot: this.options.sysRoot } : {}), ...(this.options.devRoot ? { devRoot: this.options.devRoot } : {}) }) as unknown as Promise<Record<string, unknown>>))();
+      const { sysRoot, devRoot, lldpTimeoutSeconds } = this.options;
+      const collect = () =>
+        collectInventory({
+          ...(sysRoot ? { sysRoot } : {}),
+          ...(devRoot ? { devRoot } : {}),
+          ...(lldpTimeoutSeconds !== undefined ? { lldp: { timeoutSeconds: lldpTimeoutSeconds, log: (line: string) => this.say(`inspection: ${line}`) } } : {}),
+        }) as unknown as Promise<Record<string, unknown>>;
+      inventory = await (this.options.inventory ?? collect)();
     } catch (err) {
       this.say(`inspection: could not collect the inventory: ${(err as Error).message}`);
       return;

@@ -62,6 +62,11 @@ export interface AgentOptions {
    * `…/v1/continue_inspection`): given, the agent inspects the machine once it found its node.
    */
   inspectionCallbackUrl?: string;
+  /**
+   * Listen this many seconds for LLDP on each interface before posting the inventory
+   * (`ipa-collect-lldp`, `ipa-lldp-timeout`); unset, the inventory's `lldp` is null.
+   */
+  lldpTimeoutSeconds?: number;
   /** Collects the inventory (tests); default `collectInventory` over `sysRoot`/`devRoot`. */
   inventory?: () => Promise<Record<string, unknown>>;
   /** Directories standing for /etc and /run (tests): where `rescue.finalize_rescue` writes. */

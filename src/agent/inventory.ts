@@ -14,8 +14,9 @@
  * - `disks`: `listBlockDevices` (`disk/block-devices.ts`, sysfs in place of lsblk and udev).
  * - `interfaces`: `/sys/class/net`, Ethernet (type 1) with a valid MAC, loopback left out — the
  *   MACs `localMacs` looks the node up by. IPA also requires a `device` link (physical NICs); we
- *   keep virtual ones so lookup and inventory agree. `lldp` is null: IPA listens for LLDP frames
- *   when asked to; we do not. `client_id` (InfiniBand) and `biosdevname` are null as IPA gives them
+ *   keep virtual ones so lookup and inventory agree. `lldp`: the TLVs of the first LLDP frame
+ *   heard when asked to listen (`ipa-collect-lldp`, src/agent/lldp.ts), else null. `client_id`
+ *   (InfiniBand) and `biosdevname` are null as IPA gives them
  *   on Ethernet without the biosdevname tool.
  * - `system_vendor`: `/sys/class/dmi/id` (IPA: dmidecode/lshw, which read the same SMBIOS tables).
  *   Unreadable fields (product_serial is root-only) are "" as IPA gives them.
@@ -32,6 +33,8 @@ import type { NetworkInterfaceInfo } from 'node:os';
 import { join } from 'node:path';
 import { listBlockDevices } from './disk/block-devices.js';
 import type { BlockDevice } from './disk/block-devices.js';
+import { collectLldp } from './lldp.js';
+import type { CollectLldpOptions, LldpTlv } from './lldp.js';
 
 export interface InventoryOptions {
   /** Directory standing for `/sys`. Default `/sys`. */
@@ -44,6 +47,8 @@ export interface InventoryOptions {
   cmdline?: string;
   /** IPv4/IPv6 addresses per interface name; default `addressesByInterface(os.networkInterfaces())`. */
   addresses?: () => Record<string, InterfaceAddresses>;
+  /** Listen for LLDP on every interface listed (`ipa-collect-lldp`); default not: `lldp` is null. */
+  lldp?: CollectLldpOptions;
 }
 
 /** The addresses reported for one interface. */
@@ -72,7 +77,7 @@ export interface InventoryInterface {
   ipv4_address: string | null;
   ipv6_address: string | null; // a global address, else a link-local one without `%scope`
   has_carrier: boolean;
-  lldp: null; // not listened for (see the module comment)
+  lldp: LldpTlv[] | null; // null unless asked for (see the module comment)
   vendor: string | null; // PCI vendor id as sysfs gives it ("0x1af4"); null for virtual interfaces
   product: string | null; // PCI device id ("0x1000")
   client_id: null; // InfiniBand only
@@ -264,11 +269,14 @@ export async function collectInventory(options: InventoryOptions = {}): Promise<
   const whole = cpuinfo.length >= BIG_FILE ? cpuinfo.slice(0, cpuinfo.lastIndexOf('\n') + 1) : cpuinfo;
   const cmdline = options.cmdline ?? (await readCapped(join(procRoot, 'cmdline'), 64 * 1024)) ?? '';
   const efi = await stat(join(sysRoot, 'firmware', 'efi')).then((s) => s.isDirectory(), () => false);
+  const nics = await interfaces(sysRoot, (options.addresses ?? (() => addressesByInterface(networkInterfaces())))());
+  const lldp = options.lldp ? await collectLldp(nics.map((nic) => nic.name), options.lldp) : null;
+  for (const nic of nics) nic.lldp = lldp?.[nic.name] ?? null;
   return {
     cpu: parseCpuinfo(whole, ipaArchitecture(process.arch, endianness())),
     memory: await memory(sysRoot, procRoot),
     disks: await listBlockDevices({ sysRoot, devRoot }),
-    interfaces: await interfaces(sysRoot, (options.addresses ?? (() => addressesByInterface(networkInterfaces())))()),
+    interfaces: nics,
     system_vendor: await systemVendor(sysRoot),
     boot: { current_boot_mode: efi ? 'uefi' : 'bios', pxe_interface: pxeInterface(cmdline) },
     hostname: hostname(),

@@ -3,11 +3,13 @@
  * same `Agent` as `ironring agent`, configured from the kernel command line only, so the ramdisk
  * needs none of the CLI's dependencies. Parameters: `ipa-api-url=` (required; Ironic's name, so
  * Ironic's boot files work too), `ironring.agent_port=` (default 9999), `ipa-advertise-host=`,
- * `ipa-inspection-callback-url=` (inspect the machine and post its inventory there).
+ * `ipa-inspection-callback-url=` (inspect the machine and post its inventory there),
+ * `ipa-collect-lldp=1` and `ipa-lldp-timeout=` (listen for LLDP first; src/agent/lldp.ts).
  * Exits non-zero when it cannot start; /init starts it again.
  */
 import { readFileSync } from 'node:fs';
 import { Agent } from './agent.js';
+import { lldpSettings } from './lldp.js';
 
 function params(): Map<string, string> {
   const map = new Map<string, string>();
@@ -36,11 +38,13 @@ if (apiUrl === undefined || apiUrl === '') {
 const port = Number(p.get('ironring.agent_port') ?? 9999);
 const advertise = p.get('ipa-advertise-host');
 const inspection = p.get('ipa-inspection-callback-url');
+const lldp = lldpSettings(p);
 const agent = new Agent({
   apiUrl,
   listenPort: Number.isInteger(port) && port > 0 && port < 65536 ? port : 9999,
   ...(advertise ? { advertiseHost: advertise } : {}),
   ...(inspection ? { inspectionCallbackUrl: inspection } : {}),
+  ...(lldp ? { lldpTimeoutSeconds: lldp.timeoutSeconds } : {}),
   log: (line) => process.stdout.write(`ironring-agent: ${line}\n`),
   // Rescued: /init sees the marker this left in /run and offers a login on the console instead.
   onRescued: () => void agent.stop().then(() => process.exit(0)),

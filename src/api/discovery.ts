@@ -15,18 +15,11 @@ import type { Config } from '../config/options.js';
 import type { InspectionData } from '../agent/inspection-data.js';
 import type { Store } from '../db/connect.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { applyInspectionRules, applyRuledTraits, DEFAULT_INSPECTOR_SETTINGS, InspectionFailed, inspectionSummary, processInventory, storedPluginData } from '../conductor/inspection.js';
-import type { InspectorSettings } from '../conductor/inspection.js';
+import { applyInspectionRules, applyRuledTraits, InspectionFailed, inspectionSummary, inspectorSettings, processInventory, storedPluginData } from '../conductor/inspection.js';
 import { saveInventory } from '../nodes/inventory-store.js';
 import { createNode } from '../nodes/node-store.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { createPort } from '../nodes/port-store.js';
-
-/** `[inspector]` as the settings of the hooks. */
-export function inspectorSettings(config: Config): InspectorSettings {
-  const i = config.inspector;
-  return { ...DEFAULT_INSPECTOR_SETTINGS, addPorts: i.add_ports, keepPorts: i.keep_ports, updatePxeEnabled: i.update_pxe_enabled, diskPartitioningSpacing: i.disk_partitioning_spacing };
-}
 
 /**
  * Enrolls the machine that posted `data`; `InvalidParameter` (400) when its inventory cannot be
@@ -74,7 +67,8 @@ export async function enrollDiscovered(store: Store, config: Config, drivers: Dr
   const notes: string[] = [];
   try {
     for (const iface of Object.values(findings.validInterfaces)) {
-      await createPort(store, { address: iface.mac_address, nodeId: node.id, pxeEnabled: iface.pxe_enabled });
+      const link = settings.updateLocalLinkConnection && Object.hasOwn(findings.localLinks, iface.mac_address) ? findings.localLinks[iface.mac_address] : undefined;
+      await createPort(store, { address: iface.mac_address, nodeId: node.id, pxeEnabled: iface.pxe_enabled, ...(link ? { localLinkConnection: link } : {}) });
       notes.push(`port ${iface.mac_address} added${iface.pxe_enabled ? ' (PXE)' : ''}`);
     }
   } catch (err) {

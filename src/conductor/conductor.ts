@@ -29,10 +29,12 @@ import { listenFastify } from '../common/listen.js';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
+import { kernelParamWords } from '../drivers/direct/agent-ramdisk.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { startBootServices } from './boot-services.js';
 import { DiscoveryBoot } from './discovery-boot.js';
+import { inspectorSettings } from './inspection.js';
 import type { BootServices, OptionalServers } from './boot-services.js';
 import { ConductorMetrics } from './metrics.js';
 import { NodeOperations } from './node-operations.js';
@@ -186,6 +188,7 @@ export class Conductor {
         eraseMetadataPriority: config.deploy.erase_devices_metadata_priority,
         eraseDevices: { priority: config.deploy.erase_devices_priority, iterations: config.deploy.shred_random_overwrite_iterations, zeroize: config.deploy.shred_final_overwrite_with_zeros },
         inspectorPowerOff: config.inspector.power_off,
+        inspectionKernelParams: kernelParamWords(config.inspector.extra_kernel_params),
         // Without an HTTP boot URL (no HTTP boot server here and no [deploy] http_url), iPXE cannot
         // fetch its configs: PXE is the default then.
         ...(boot.httpUrl ? {} : { defaultInterfaces: { boot: 'pxe' } }),
@@ -197,12 +200,7 @@ export class Conductor {
       drivers,
       logger: this.log,
       automatedClean: config.conductor.automated_clean,
-      inspector: {
-        addPorts: config.inspector.add_ports,
-        keepPorts: config.inspector.keep_ports,
-        updatePxeEnabled: config.inspector.update_pxe_enabled,
-        diskPartitioningSpacing: config.inspector.disk_partitioning_spacing,
-      },
+      inspector: inspectorSettings(config),
       conductorId: () => this.conductorId,
       // Called only once work runs, which is after the reconciler below is built.
       bootStateMade: (uuid, stamp, ports) => reconciler.bootStateMade(uuid, stamp, ports),

@@ -12,7 +12,7 @@ import type { ConfigFormat } from '../boot/types.js';
 import type { Logger } from '../common/logger.js';
 import type { Config } from '../config/options.js';
 import type { Store } from '../db/connect.js';
-import { agentRamdiskParams } from '../drivers/direct/agent-ramdisk.js';
+import { agentRamdiskParams, kernelParamWords } from '../drivers/direct/agent-ramdisk.js';
 import type { BootServices } from './boot-services.js';
 
 /** The conductor group whose ring assigns unknown machines: the one discovered nodes are enrolled in. */
@@ -82,7 +82,7 @@ export class DiscoveryBoot {
     const d = config.auto_discovery;
     const apiUrl = config.deploy.agent_api_url || config.api.public_endpoint;
     const formats: ConfigFormat[] = ['pxelinux', 'grub', ...(boot.httpUrl ? (['ipxe'] as const) : [])];
-    const kernelParams = Object.entries(agentRamdiskParams(apiUrl, 'inspect wait')).map(([k, v]) => `${k}=${v}`).join(' ');
+    const kernelParams = Object.entries(agentRamdiskParams(apiUrl, 'inspect wait', kernelParamWords(config.inspector.extra_kernel_params))).map(([k, v]) => `${k}=${v}`).join(' ');
     try {
       await prepareDiscoveryBoot(boot.environment, config.pxe.tftp_root, {
         images: { deployKernel: { url: d.deploy_kernel, checksum: d.deploy_kernel_checksum }, deployRamdisk: { url: d.deploy_ramdisk, checksum: d.deploy_ramdisk_checksum } },

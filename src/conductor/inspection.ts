@@ -16,6 +16,9 @@
  *   least 4 GiB as the agent would choose — gives `local_gb` (its size in GiB, less 1 with
  *   `[inspector] disk_partitioning_spacing`; 0 when there is none).
  * - `boot-mode`: `capabilities` gets `boot_mode:uefi|bios`, other capabilities kept.
+ * - `parse-lldp`: what each NIC's LLDP says of its switch port, in `plugin_data.parsed_lldp`
+ *   (src/nodes/lldp.ts); `local-link-connection`: with `[inspector] update_local_link_connection`,
+ *   ports get `switch_id`, `port_id`, `switch_info` from it — keys already set are kept.
  * Ironic runs only some of these by default; ironring runs all of them.
  */
 import { chooseRootDevice, parseHints } from '../agent/disk/root-device-hints.js';
@@ -25,7 +28,10 @@ import type { NodePatch, NodeTask } from '../cluster/task.js';
 import { InvalidParameter } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
 import type { DriverTask } from '../drivers/index.js';
+import type { Config } from '../config/options.js';
 import type { NodeRow } from '../nodes/node-store.js';
+import { localLinkFromLldp, parseLldp } from '../nodes/lldp.js';
+import type { ParsedLldp } from '../nodes/lldp.js';
 import { RuleFailed, runInspectionRules } from '../nodes/inspection-rules.js';
 import { saveInventory } from '../nodes/inventory-store.js';
 import { addTraits, dropTraits } from '../nodes/traits.js';
@@ -37,9 +43,22 @@ export interface InspectorSettings {
   keepPorts: 'all' | 'present' | 'added';
   updatePxeEnabled: boolean;
   diskPartitioningSpacing: boolean;
+  updateLocalLinkConnection: boolean;
 }
 
-export const DEFAULT_INSPECTOR_SETTINGS: InspectorSettings = { addPorts: 'pxe', keepPorts: 'all', updatePxeEnabled: true, diskPartitioningSpacing: true };
+export const DEFAULT_INSPECTOR_SETTINGS: InspectorSettings = { addPorts: 'pxe', keepPorts: 'all', updatePxeEnabled: true, diskPartitioningSpacing: true, updateLocalLinkConnection: true };
+
+/** `[inspector]` as the settings of the hooks. */
+export function inspectorSettings(config: Config): InspectorSettings {
+  const i = config.inspector;
+  return {
+    addPorts: i.add_ports,
+    keepPorts: i.keep_ports,
+    updatePxeEnabled: i.update_pxe_enabled,
+    diskPartitioningSpacing: i.disk_partitioning_spacing,
+    updateLocalLinkConnection: i.update_local_link_connection,
+  };
+}
 
 /** The inventory cannot be used for this node: the inspection fails with this message. */
 export class InspectionFailed extends Error {}
@@ -63,6 +82,10 @@ export interface InspectionFindings {
   validInterfaces: Record<string, InspectedInterface>;
   rootDisk: BlockDevice | null;
   localGb: number;
+  /** What each interface's LLDP says (`plugin_data.parsed_lldp`), by interface name. */
+  parsedLldp: Record<string, ParsedLldp>;
+  /** `local_link_connection` keys the LLDP gives, by MAC. */
+  localLinks: Record<string, Record<string, string>>;
 }
 
 const GIB = 2 ** 30;
@@ -131,7 +154,23 @@ export function processInventory(node: { properties: Readonly<Record<string, unk
   properties.local_gb = localGb;
   const mode = isObject(inventory.boot) ? text(inventory.boot.current_boot_mode) : null;
   if (mode === 'uefi' || mode === 'bios') properties.capabilities = withCapability(properties.capabilities, 'boot_mode', mode);
-  return { properties, allInterfaces, validInterfaces, rootDisk, localGb };
+  const parsedLldp: Record<string, ParsedLldp> = Object.create(null) as Record<string, ParsedLldp>;
+  const localLinks: Record<string, Record<string, string>> = Object.create(null) as Record<string, Record<string, string>>;
+  for (const raw of Array.isArray(inventory.interfaces) ? inventory.interfaces : []) {
+    const name = isObject(raw) ? text(raw.name) : null;
+    if (name === null || !Object.hasOwn(allInterfaces, name)) continue;
+    const parsed = parseLldp(raw.lldp);
+    if (parsed !== null) parsedLldp[name] = parsed;
+    const link = localLinkFromLldp(raw.lldp);
+    if (Object.keys(link).length > 0) localLinks[allInterfaces[name]!.mac_address] = link;
+  }
+  return { properties, allInterfaces, validInterfaces, rootDisk, localGb, parsedLldp, localLinks };
+}
+
+/** `existing` with the keys of `found` it lacks; null when it lacks none. */
+export function withLocalLink(existing: Readonly<Record<string, unknown>>, found: Readonly<Record<string, string>> | undefined): Record<string, unknown> | null {
+  const missing = Object.entries(found ?? {}).filter(([key]) => existing[key] === undefined || existing[key] === '');
+  return missing.length > 0 ? { ...existing, ...Object.fromEntries(missing) } : null;
 }
 
 function asDisk(raw: Record<string, unknown>): BlockDevice {
@@ -173,25 +212,43 @@ function chooseRoot(properties: Readonly<Record<string, unknown>>, disks: BlockD
 
 /** The port changes inspection makes (`add_ports`, `keep_ports`, `update_pxe_enabled`). */
 export interface PortPlan {
-  create: Array<{ address: string; pxeEnabled: boolean }>;
+  create: Array<{ address: string; pxeEnabled: boolean; localLinkConnection?: Record<string, string> }>;
   remove: Array<{ uuid: string; address: string }>;
   setPxe: Array<{ uuid: string; pxeEnabled: boolean }>;
+  /** Kept ports whose `local_link_connection` LLDP completes: the whole new value. */
+  setLink: Array<{ uuid: string; address: string; localLinkConnection: Record<string, unknown> }>;
 }
 
-export function planPorts(existing: ReadonlyArray<{ uuid: string; address: string; pxe_enabled: boolean }>, findings: InspectionFindings, settings: InspectorSettings): PortPlan {
+export interface ExistingPort {
+  uuid: string;
+  address: string;
+  pxe_enabled: boolean;
+  local_link_connection?: Readonly<Record<string, unknown>>;
+}
+
+export function planPorts(existing: readonly ExistingPort[], findings: InspectionFindings, settings: InspectorSettings): PortPlan {
   const all = Object.values(findings.allInterfaces);
   const valid = Object.values(findings.validInterfaces);
   const have = new Set(existing.map((p) => p.address));
-  const create = settings.addPorts === 'disabled' ? [] : valid.filter((i) => !have.has(i.mac_address)).map((i) => ({ address: i.mac_address, pxeEnabled: i.pxe_enabled }));
+  const links = settings.updateLocalLinkConnection ? findings.localLinks : {};
+  const create = settings.addPorts === 'disabled'
+    ? []
+    : valid.filter((i) => !have.has(i.mac_address)).map((i) => ({ address: i.mac_address, pxeEnabled: i.pxe_enabled, ...(Object.hasOwn(links, i.mac_address) ? { localLinkConnection: links[i.mac_address]! } : {}) }));
   const expected = settings.keepPorts === 'present' ? new Set(all.map((i) => i.mac_address)) : settings.keepPorts === 'added' ? new Set(valid.map((i) => i.mac_address)) : null;
   const pxe = new Set(all.filter((i) => i.pxe_enabled).map((i) => i.mac_address));
   const remove: PortPlan['remove'] = [];
   const setPxe: PortPlan['setPxe'] = [];
+  const setLink: PortPlan['setLink'] = [];
   for (const port of existing) {
-    if (expected !== null && !expected.has(port.address)) remove.push({ uuid: port.uuid, address: port.address });
-    else if (settings.updatePxeEnabled && pxe.size > 0 && pxe.has(port.address) !== port.pxe_enabled) setPxe.push({ uuid: port.uuid, pxeEnabled: pxe.has(port.address) });
+    if (expected !== null && !expected.has(port.address)) {
+      remove.push({ uuid: port.uuid, address: port.address });
+      continue;
+    }
+    if (settings.updatePxeEnabled && pxe.size > 0 && pxe.has(port.address) !== port.pxe_enabled) setPxe.push({ uuid: port.uuid, pxeEnabled: pxe.has(port.address) });
+    const link = withLocalLink(port.local_link_connection ?? {}, Object.hasOwn(links, port.address) ? links[port.address] : undefined);
+    if (link !== null) setLink.push({ uuid: port.uuid, address: port.address, localLinkConnection: link });
   }
-  return { create, remove, setPxe };
+  return { create, remove, setPxe, setLink };
 }
 
 /** What the owner needs to finish an inspection. */
@@ -294,6 +351,7 @@ export function storedPluginData(pluginData: Record<string, unknown>, findings: 
     macs: Object.values(findings.validInterfaces).map((i) => i.mac_address),
     root_disk: findings.rootDisk,
     local_gb: findings.localGb,
+    parsed_lldp: findings.parsedLldp,
   };
 }
 
@@ -305,7 +363,7 @@ export function inspectionSummary(findings: InspectionFindings, notes: readonly 
 
 /** Applies `planPorts`; returns one note per change for the history. */
 async function applyPorts(task: NodeTask, findings: InspectionFindings, deps: FinishInspectionDeps): Promise<string[]> {
-  const existing = await deps.store.db.selectFrom('ports').select(['uuid', 'address', 'pxe_enabled']).where('node_id', '=', task.node.id).orderBy('id').execute();
+  const existing = await deps.store.db.selectFrom('ports').select(['uuid', 'address', 'pxe_enabled', 'local_link_connection']).where('node_id', '=', task.node.id).orderBy('id').execute();
   const plan = planPorts(existing, findings, deps.settings);
   const notes: string[] = [];
   for (const port of plan.remove) {
@@ -316,9 +374,13 @@ async function applyPorts(task: NodeTask, findings: InspectionFindings, deps: Fi
     await updatePort(deps.store, port.uuid, { pxeEnabled: port.pxeEnabled });
     notes.push(`port ${port.uuid} pxe_enabled ${port.pxeEnabled}`);
   }
+  for (const port of plan.setLink) {
+    await updatePort(deps.store, port.uuid, { localLinkConnection: port.localLinkConnection });
+    notes.push(`port ${port.address} local_link_connection from LLDP`);
+  }
   for (const port of plan.create) {
     try {
-      await createPort(deps.store, { address: port.address, nodeId: task.node.id, pxeEnabled: port.pxeEnabled });
+      await createPort(deps.store, { address: port.address, nodeId: task.node.id, pxeEnabled: port.pxeEnabled, ...(port.localLinkConnection ? { localLinkConnection: port.localLinkConnection } : {}) });
       notes.push(`port ${port.address} added${port.pxeEnabled ? ' (PXE)' : ''}`);
     } catch (err) {
       // A MAC on another node stays there, as Ironic leaves it.

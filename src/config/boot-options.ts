@@ -182,6 +182,18 @@ export const BOOT_SECTIONS = {
       default: true,
       description: "Whether local_gb leaves 1 GiB of the root disk for partitioning (Ironic's [inspector] disk_partitioning_spacing).",
     },
+    update_local_link_connection: {
+      type: { kind: 'boolean' },
+      default: true,
+      description:
+        "Whether inspection fills a port's local_link_connection (switch_id, port_id, switch_info) from the LLDP its NIC heard, keeping keys already set (Ironic's local-link-connection hook, which Ironic leaves out of its default hooks). The agent listens for LLDP only when booted with ipa-collect-lldp=1: see extra_kernel_params.",
+    },
+    extra_kernel_params: {
+      type: { kind: 'string', pattern: /^\s*(?:[A-Za-z0-9_.-]+=[A-Za-z0-9_.:,/=+@%-]*(?:\s+|$))*$/, describe: 'space-separated key=value words; values of letters, digits and _ . : , / = + @ % -' },
+      default: '',
+      description:
+        "Kernel parameters added to the deploy ramdisk's command line when it boots to inspect or to discover a machine (Ironic's [inspector] extra_kernel_params), e.g. \"ipa-collect-lldp=1 ipa-lldp-timeout=10\": one line of key=value words.",
+    },
   },
   auto_discovery: {
     enabled: {

@@ -59,6 +59,8 @@ export interface BuiltinDriverOptions extends Pick<DriverRegistryOptions, 'enabl
   eraseDevices?: { priority: number; iterations: number; zeroize: boolean };
   /** `[inspector] power_off`: the agent inspection powers the node off after its inventory (default true). */
   inspectorPowerOff?: boolean;
+  /** `[inspector] extra_kernel_params`: the ramdisk's extra parameters while it inspects. */
+  inspectionKernelParams?: Readonly<Record<string, string>>;
   /** The fake machines; pass one to inspect them from a test. Default a fresh one. */
   fakeState?: FakeHardwareState;
 }
@@ -89,12 +91,18 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
           ...(options.fastTrack ? { fastTrack: options.fastTrack } : {}),
           ...(options.eraseMetadataPriority !== undefined ? { eraseMetadataPriority: options.eraseMetadataPriority } : {}),
           ...(options.eraseDevices !== undefined ? { eraseDevices: options.eraseDevices } : {}),
+          ...(options.inspectionKernelParams ? { inspectionKernelParams: options.inspectionKernelParams } : {}),
         }),
       },
       inspect: {
         'no-inspect': new NoInspect(),
         fake: new FakeInspect(fake),
-        agent: new AgentInspect({ apiUrl: () => options.agentApiUrl ?? null, fastTrack: options.fastTrack?.enabled === true, powerOff: options.inspectorPowerOff ?? true }),
+        agent: new AgentInspect({
+          apiUrl: () => options.agentApiUrl ?? null,
+          fastTrack: options.fastTrack?.enabled === true,
+          powerOff: options.inspectorPowerOff ?? true,
+          ...(options.inspectionKernelParams ? { kernelParams: options.inspectionKernelParams } : {}),
+        }),
       },
       management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },
       power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },

@@ -12,7 +12,8 @@
  *   loads the modules, brings every NIC up with DHCP (busybox ships no udhcpc script: one is
  *   written), and runs the agent, again whenever it exits;
  * - node, stripped (before anything else touches it), its libraries as `ldd` lists them, and the
- *   agent's compiled modules under /opt/ironring (no npm package is needed).
+ *   agent's compiled modules under /opt/ironring (no npm package is needed), with the LLDP
+ *   listener add-on (native/lldp_listen.c) when it was built.
  * Compressed with zstd (the kernel unpacks it several times faster than xz under emulation).
  */
 import { spawnSync } from 'node:child_process';
@@ -21,6 +22,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IronringError } from '../common/errors.js';
+
+/** The packet socket add-on the agent listens for LLDP with (native/lldp_listen.c). */
+export const LLDP_ADDON = 'lldp_listen.node';
+
+/** Where node-gyp put the add-on: build/Release beside the `dist/` directory. */
+export function lldpAddon(dist: string): string {
+  return path.join(dist, '..', 'build', 'Release', LLDP_ADDON);
+}
 
 /** The build failed; the message names the step and what to install or pass. */
 export class RamdiskBuildError extends IronringError {}
@@ -61,6 +70,8 @@ export interface RamdiskBuildResult {
   initramfsBytes: number;
   /** Modules put in, in load order. */
   modules: string[];
+  /** Whether the LLDP listener add-on went in (without it the agent reports no LLDP). */
+  lldpListener: boolean;
   seconds: number;
 }
 
@@ -278,6 +289,14 @@ export function buildRamdisk(options: RamdiskBuildOptions): RamdiskBuildResult {
     for (const sub of ['agent', 'common']) {
       cpSync(path.join(dist, sub), path.join(agentRoot, 'dist', sub), { recursive: true, filter: (src) => !/\.(d\.ts|map)$/.test(src) });
     }
+    const lldp = lldpAddon(dist);
+    const lldpListener = existsSync(lldp);
+    if (lldpListener) {
+      mkdirSync(path.join(agentRoot, 'build', 'Release'), { recursive: true });
+      copyFileSync(lldp, path.join(agentRoot, 'build', 'Release', LLDP_ADDON));
+    } else {
+      log(`${lldp} not found (npm run build:native builds it): the agent will not collect LLDP`);
+    }
 
     mkdirSync(options.output, { recursive: true });
     const kernel = path.join(options.output, 'deploy.kernel');
@@ -296,6 +315,7 @@ export function buildRamdisk(options: RamdiskBuildOptions): RamdiskBuildResult {
       kernelBytes: statSync(kernel).size,
       initramfsBytes: statSync(initramfs).size,
       modules,
+      lldpListener,
       seconds: (performance.now() - started) / 1000,
     };
   } finally {

@@ -163,6 +163,17 @@ describe('hardware inventory', () => {
     });
   });
 
+  it('listens for LLDP on every interface it lists when asked, and reports what each heard', async () => {
+    await x86Machine();
+    const asked: string[][] = [];
+    const frame = Buffer.from('0180c200000e02000000000188cc020704aabbccddeeff0000', 'hex');
+    const { interfaces } = await collectInventory(
+      options({ lldp: { timeoutSeconds: 1, listen: async (names) => (asked.push(names), names.map((n) => ({ frame: n === 'eth0' ? frame : null, error: null }))) } }),
+    );
+    expect(asked).toEqual([['eth0', 'eth1']]);
+    expect(interfaces.map((i) => [i.name, i.lldp])).toEqual([['eth0', [[1, '04aabbccddeeff'], [0, '']]], ['eth1', []]]);
+  });
+
   it('boots bios without /sys/firmware/efi, and takes iPXE’s BOOTIF=${mac} form from the given command line', async () => {
     await x86Machine();
     await rm(join(sys, 'firmware'), { recursive: true });

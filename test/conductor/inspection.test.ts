@@ -94,6 +94,7 @@ describe('planPorts', () => {
       create: [{ address: B, pxeEnabled: false }, { address: C, pxeEnabled: false }],
       remove: [],
       setPxe: [{ uuid: 'p-a', pxeEnabled: true }, { uuid: 'p-x', pxeEnabled: false }],
+      setLink: [],
     });
   });
 
@@ -104,7 +105,25 @@ describe('planPorts', () => {
   });
 
   it('adds nothing with add_ports = disabled, and leaves pxe_enabled with update_pxe_enabled off', () => {
-    expect(planPorts(existing, found({ addPorts: 'disabled' }), settings({ addPorts: 'disabled', updatePxeEnabled: false }))).toEqual({ create: [], remove: [], setPxe: [] });
+    expect(planPorts(existing, found({ addPorts: 'disabled' }), settings({ addPorts: 'disabled', updatePxeEnabled: false }))).toEqual({ create: [], remove: [], setPxe: [], setLink: [] });
+  });
+
+  it('fills local_link_connection from LLDP on new and kept ports, never over a key already set, and not when turned off', () => {
+    // eno1 (A) and eno2 (B) heard a switch: chassis MAC, port name, system name.
+    const lldp = (port: string) => [[1, '04aabbccddeeff'], [2, `05${Buffer.from(port).toString('hex')}`], [5, Buffer.from('leaf-1').toString('hex')], [0, '']];
+    const inv = inventory();
+    (inv.interfaces as Array<Record<string, unknown>>)[0]!.lldp = lldp('Ethernet1/1');
+    (inv.interfaces as Array<Record<string, unknown>>)[1]!.lldp = lldp('Ethernet1/2');
+    const findings = processInventory({ properties: {} }, inv, settings({ addPorts: 'all' }));
+    expect(findings.parsedLldp.eno1).toEqual({ switch_chassis_id: 'aa:bb:cc:dd:ee:ff', switch_port_id: 'Ethernet1/1', switch_system_name: 'leaf-1' });
+    const kept = [{ uuid: 'p-a', address: A, pxe_enabled: true, local_link_connection: { port_id: 'operator-set' } }];
+    const plan = planPorts(kept, findings, settings({ addPorts: 'all' }));
+    expect(plan.create[0]).toEqual({ address: B, pxeEnabled: false, localLinkConnection: { switch_id: 'aa:bb:cc:dd:ee:ff', port_id: 'Ethernet1/2', switch_info: 'leaf-1' } });
+    expect(plan.create[1]).toEqual({ address: C, pxeEnabled: false });
+    expect(plan.setLink).toEqual([{ uuid: 'p-a', address: A, localLinkConnection: { port_id: 'operator-set', switch_id: 'aa:bb:cc:dd:ee:ff', switch_info: 'leaf-1' } }]);
+    const off = planPorts(kept, findings, settings({ addPorts: 'all', updateLocalLinkConnection: false }));
+    expect(off.setLink).toEqual([]);
+    expect(off.create[0]).toEqual({ address: B, pxeEnabled: false });
   });
 });
 

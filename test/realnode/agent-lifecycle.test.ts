@@ -59,7 +59,8 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
   beforeAll(async () => {
     ramdisk = deployRamdiskAsset();
     lab = await openLab({ apiEnv: { IRONRING_AUTO_DISCOVERY_ENABLED: 'true' } });
-    await lab.addConductor('c1', 11, { env: { IRONRING_INSPECTOR_ADD_PORTS: 'all' } });
+    // The agent listens for LLDP (4 s at most: the second NIC never hears any).
+    await lab.addConductor('c1', 11, { env: { IRONRING_INSPECTOR_ADD_PORTS: 'all', IRONRING_INSPECTOR_EXTRA_KERNEL_PARAMS: 'ipa-collect-lldp=1 ipa-lldp-timeout=4' } });
   }, 600_000);
   afterEach((ctx) => {
     if (ctx.task.result?.state === 'fail') console.log(`real-node diagnostics after "${ctx.task.name}":\n${lab.diagnostics()}`);
@@ -100,6 +101,39 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
   }
 
   const baremetal = (args: string[]) => baremetalCli(lab)(args);
+
+  /**
+   * A switch on the VM's tap: an LLDP frame (chassis MAC 02:00:5e:10:00:01, port "Ethernet1/7",
+   * system name "leaf-7") into the tap every 300 ms — what a top-of-rack switch sends every 30 s —
+   * until stopped. Sent on the tap itself (the bridge forwards no LLDP), so only the VM gets it.
+   */
+  function lldpSwitch(): { stop: () => void } {
+    const tlv = (type: number, value: Buffer) => Buffer.concat([Buffer.from([(type << 1) | (value.length >> 8), value.length & 0xff]), value]);
+    const frame = Buffer.concat([
+      Buffer.from('0180c200000e02005e100001', 'hex'),
+      Buffer.from('88cc', 'hex'),
+      tlv(1, Buffer.from('0402005e100001', 'hex')),
+      tlv(2, Buffer.concat([Buffer.from([5]), Buffer.from('Ethernet1/7')])),
+      tlv(3, Buffer.from('0078', 'hex')),
+      tlv(5, Buffer.from('leaf-7')),
+      tlv(0, Buffer.alloc(0)),
+    ]).toString('hex');
+    const script = [
+      'import socket, time',
+      `frame = bytes.fromhex('${frame}')`,
+      'while True:',
+      '    try:',
+      '        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)',
+      `        s.bind(('${lab.network.tap}', 0))`,
+      '        s.send(frame)',
+      '        s.close()',
+      '    except OSError:',
+      '        pass',
+      '    time.sleep(0.3)',
+    ].join('\n');
+    const child = spawn('python3', ['-c', script], { stdio: 'ignore' });
+    return { stop: () => void child.kill('SIGKILL') };
+  }
 
   const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
   const vmStarts = (machine: LabMachine, from: number) => machine.bmc.events.slice(from).filter((e) => e.startsWith('VM started ')).length;
@@ -148,9 +182,10 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
     const uuid = await manageable(machine);
     const from = machine.bmc.events.length;
     const started = Date.now();
+    const lldp = lldpSwitch();
     // As an operator asks for it: the stock client.
     expect(await baremetal(['node', 'inspect', uuid])).toBe('');
-    await waitForProvisionState(lab.app, uuid, 'manageable', AGENT_TIMEOUT_MS);
+    await waitForProvisionState(lab.app, uuid, 'manageable', AGENT_TIMEOUT_MS).finally(() => lldp.stop());
     console.log(`real node ${machine.name}: inspect → manageable (agent booted, inventory posted) in ${Date.now() - started} ms`);
     // One network boot of the ramdisk, then powered off.
     expect(machine.bmc.events.slice(from)).toContain('BOOTDEV network once');
@@ -161,13 +196,18 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
     const node = (await api(lab.app, 'GET', `/v1/nodes/${uuid}`)).json<{ properties: Record<string, unknown> }>();
     // 2 vCPUs, x86_64, 1 GiB in memory blocks; the smallest disk of 4 GiB or more is the 5 GiB one (less 1 GiB of spacing).
     expect(node.properties).toMatchObject({ cpus: 2, cpu_arch: 'x86_64', memory_mb: 1024, local_gb: 4, capabilities: 'boot_mode:bios' });
-    const ports = (await api(lab.app, 'GET', `/v1/ports/detail?node=${uuid}`)).json<{ ports: Array<{ address: string; pxe_enabled: boolean }> }>().ports;
+    const ports = (await api(lab.app, 'GET', `/v1/ports/detail?node=${uuid}`)).json<{ ports: Array<{ address: string; pxe_enabled: boolean; local_link_connection: Record<string, string> }> }>().ports;
     expect(ports.map((p) => [p.address, p.pxe_enabled]).sort()).toEqual([[machine.mac, true], [second, false]].sort());
+    // The switch port behind the booted NIC, from the LLDP the agent heard; nothing for the other.
+    expect(Object.fromEntries(ports.map((p) => [p.address, p.local_link_connection]))).toEqual({
+      [machine.mac]: { switch_id: '02:00:5e:10:00:01', port_id: 'Ethernet1/7', switch_info: 'leaf-7' },
+      [second]: {},
+    });
 
     const stored = await api(lab.app, 'GET', `/v1/nodes/${uuid}/inventory`);
     expect(stored.status, stored.body).toBe(200);
     interface Stored {
-      inventory: { cpu: unknown; memory: { physical_mb: number }; disks: Array<{ name: string; size: number; serial: string }>; interfaces: Array<{ mac_address: string }>; boot: unknown; system_vendor: { manufacturer: string } };
+      inventory: { cpu: unknown; memory: { physical_mb: number }; disks: Array<{ name: string; size: number; serial: string }>; interfaces: Array<{ name: string; mac_address: string; lldp: Array<[number, string]> | null }>; boot: unknown; system_vendor: { manufacturer: string } };
       plugin_data: Record<string, unknown>;
     }
     const { inventory, plugin_data: plugin } = stored.json<Stored>();
@@ -178,6 +218,11 @@ describe.skipIf(!available)('a real machine inspected and rescued by ironring ag
     expect(inventory.boot).toEqual({ current_boot_mode: 'bios', pxe_interface: machine.mac });
     expect(inventory.system_vendor.manufacturer).toBe('QEMU');
     expect(plugin).toMatchObject({ root_disk: { name: '/dev/vdb' }, local_gb: 4 });
+    // IPA's format: the TLVs heard, [] where nothing came within ipa-lldp-timeout.
+    const booted = inventory.interfaces.find((i) => i.mac_address === machine.mac)!;
+    expect(booted.lldp).toContainEqual([2, `05${Buffer.from('Ethernet1/7').toString('hex')}`]);
+    expect(inventory.interfaces.find((i) => i.mac_address === second)!.lldp).toEqual([]);
+    expect((plugin.parsed_lldp as Record<string, unknown>)[booted.name]).toEqual({ switch_chassis_id: '02:00:5e:10:00:01', switch_port_id: 'Ethernet1/7', switch_system_name: 'leaf-7' });
 
     // The way to an instance without fast track, every verb booting the agent again (the baseline
     // of the fast-track scenario's figure): 40–55 s of CI, so only with IRONRING_REALNODE_BASELINE=1.

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildRamdisk, RAMDISK_INIT, UDHCPC_SCRIPT } from '../../src/ramdisk/build.js';
+import { buildRamdisk, lldpAddon, RAMDISK_INIT, UDHCPC_SCRIPT } from '../../src/ramdisk/build.js';
 
 /** The line /init prints; the rest of the line is the kernel command line. */
 export const MARKER = 'NODE-BOOTED';
@@ -178,7 +178,8 @@ function jsFiles(dir: string): string[] {
 export function deployRamdiskAsset(cacheRoot = defaultCacheRoot()): DeployRamdisk {
   const { name, version } = resolveKernelPackage();
   const hash = createHash('sha256').update(RAMDISK_INIT).update(UDHCPC_SCRIPT).update(`${name}=${version}`).update(process.version).update(readFileSync(BUSYBOX));
-  for (const file of [...jsFiles(path.join(DIST, 'agent')), ...jsFiles(path.join(DIST, 'common')), path.join(DIST, 'ramdisk', 'build.js')]) hash.update(file).update(readFileSync(file));
+  const addon = lldpAddon(DIST);
+  for (const file of [...jsFiles(path.join(DIST, 'agent')), ...jsFiles(path.join(DIST, 'common')), path.join(DIST, 'ramdisk', 'build.js'), ...(existsSync(addon) ? [addon] : [])]) hash.update(file).update(readFileSync(file));
   const key = `deploy-ramdisk-${hash.digest('hex').slice(0, 16)}`;
   const initramfs = cachedBuild(cacheRoot, key, 'deploy.initramfs', (dir) => {
     buildRamdisk({ output: dir, dist: DIST, level: 6 });

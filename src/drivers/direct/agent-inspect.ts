@@ -15,6 +15,8 @@ export interface AgentInspectOptions {
   fastTrack?: boolean;
   /** `[inspector] power_off`: power the node off after the inventory (default true). */
   powerOff?: boolean;
+  /** `[inspector] extra_kernel_params`, e.g. `ipa-collect-lldp=1`. */
+  kernelParams?: Readonly<Record<string, string>>;
 }
 
 export class AgentInspect implements InspectInterface {
@@ -26,7 +28,7 @@ export class AgentInspect implements InspectInterface {
   }
 
   async inspectHardware(task: DriverTask): Promise<InspectOutcome> {
-    await bootAgentRamdisk(task, requireAgentApiUrl(this.options.apiUrl()));
+    await bootAgentRamdisk(task, requireAgentApiUrl(this.options.apiUrl()), this.options.kernelParams);
     return 'wait';
   }
 

@@ -22,10 +22,26 @@ export function requireAgentApiUrl(url: string | null): string {
   return url;
 }
 
-/** The ramdisk's kernel parameters for a node in `state`. */
-export function agentRamdiskParams(apiUrl: string, state: string | undefined): Record<string, string> {
+/** `key=value` words (`[inspector] extra_kernel_params`, checked by the config's pattern) as a map. */
+export function kernelParamWords(line: string): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const word of line.trim().split(/\s+/)) {
+    const eq = word.indexOf('=');
+    if (eq > 0) params[word.slice(0, eq)] = word.slice(eq + 1);
+  }
+  return params;
+}
+
+/**
+ * The ramdisk's kernel parameters for a node in `state`; `inspection` (`[inspector]
+ * extra_kernel_params`) is added while it inspects, never over the agent's own two.
+ */
+export function agentRamdiskParams(apiUrl: string, state: string | undefined, inspection: Readonly<Record<string, string>> = {}): Record<string, string> {
   const params: Record<string, string> = { 'ipa-api-url': apiUrl };
-  if (state !== undefined && INSPECTION_STATES.has(state)) params[INSPECTION_CALLBACK_PARAM] = `${apiUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1/continue_inspection`;
+  if (state !== undefined && INSPECTION_STATES.has(state)) {
+    Object.assign(params, inspection, { 'ipa-api-url': apiUrl });
+    params[INSPECTION_CALLBACK_PARAM] = `${apiUrl.replace(/\/+$/, '').replace(/\/v1$/, '')}/v1/continue_inspection`;
+  }
   return params;
 }
 
@@ -34,10 +50,10 @@ export function agentRamdiskParams(apiUrl: string, state: string | undefined): R
  * once, power on (or reboot). The session of an agent that ran before ends first, so the new one
  * can look up.
  */
-export async function bootAgentRamdisk(task: DriverTask, apiUrl: string): Promise<void> {
+export async function bootAgentRamdisk(task: DriverTask, apiUrl: string, inspection: Readonly<Record<string, string>> = {}): Promise<void> {
   const { boot, management, power } = task.driver;
   await task.forgetAgent?.();
-  await boot.prepareRamdisk(task, agentRamdiskParams(apiUrl, task.node.provision_state));
+  await boot.prepareRamdisk(task, agentRamdiskParams(apiUrl, task.node.provision_state, inspection));
   await management.setBootDevice(task, 'pxe', false);
   if ((await power.getPowerState(task)) === 'power on') await power.reboot(task);
   else await power.setPowerState(task, 'power on');

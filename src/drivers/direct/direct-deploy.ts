@@ -83,6 +83,8 @@ export interface DirectDeployOptions {
   eraseDevices?: { priority: number; iterations: number; zeroize: boolean };
   /** The client of fast track's probe: short, one attempt (default 5 s). */
   probeClient?: AgentClient;
+  /** `[inspector] extra_kernel_params`: a take-over in `inspect wait` rebuilds the files with them. */
+  inspectionKernelParams?: Readonly<Record<string, string>>;
 }
 
 /** The agent's (IPA's) metadata erase, the direct deploy's automated clean step. */
@@ -411,7 +413,7 @@ export class DirectDeploy implements DeployInterface {
     switch (bootNeed(task.node.provision_state ?? '')) {
       case 'deploy':
       case 'rescue':
-        await task.driver.boot.prepareRamdisk(task, agentRamdiskParams(this.apiUrl(), task.node.provision_state));
+        await task.driver.boot.prepareRamdisk(task, agentRamdiskParams(this.apiUrl(), task.node.provision_state, this.options.inspectionKernelParams));
         return;
       case 'instance':
         await task.driver.boot.prepareLocalBoot(task);
