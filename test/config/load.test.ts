@@ -117,6 +117,13 @@ describe('loadConfig with bad input', () => {
     expectConfigError(() => loadConfig({ env: {}, cwd: dir }), /log_level: expected one of "trace"/);
     write('[conductor]\nconductor_group = "rack a"\n');
     expectConfigError(() => loadConfig({ env: {}, cwd: dir }), /conductor_group: expected a string \(letters, digits/);
+    // Kernel parameters go into boot loader configs: nothing that could end the line or run a command.
+    for (const bad of ['ipa-collect-lldp=1;reboot', 'ipa-collect-lldp=1\\nboot', 'nomodeset', 'x=${net0/mac}']) {
+      write(`[inspector]\nextra_kernel_params = ${JSON.stringify(bad)}\n`);
+      expectConfigError(() => loadConfig({ env: {}, cwd: dir }), /\[inspector\] extra_kernel_params: expected a string \(space-separated key=value words/);
+    }
+    write('[inspector]\nextra_kernel_params = " ipa-collect-lldp=1  ipa-lldp-timeout=10 "\n');
+    expect(loadConfig({ env: {}, cwd: dir }).config.inspector.extra_kernel_params).toBe(' ipa-collect-lldp=1  ipa-lldp-timeout=10 ');
   });
 
   it('rejects bad environment values and unknown IRONRING_ variables', () => {
