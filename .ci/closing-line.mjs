@@ -1,5 +1,5 @@
 // The closing line CI reads, "N passed, N failed, N skipped", from vitest's JSON report
-// (node .ci/closing-line.mjs REPORT EXIT_STATUS). Counted per test from the report's files rather
+// (node .ci/closing-line.mjs REPORT EXIT_STATUS [CONFORMANCE_REPORT]). Counted per test from the report's files rather
 // than from its totals: a file that fails before its tests run (an import or beforeAll error)
 // reports them as skipped and no test as failed, so it counts here as one failure and its tests
 // as nothing. Skipped covers it.skip/skipIf, describe.skip/skipIf, runtime ctx.skip() (all
@@ -8,7 +8,7 @@
 // ("Skipped tests"), which says which skips are expected and why.
 import { readFileSync } from 'node:fs';
 
-const [report = '.vitest-report.json', status = '0'] = process.argv.slice(2);
+const [report = '.vitest-report.json', status = '0', conformanceReport] = process.argv.slice(2);
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -32,6 +32,18 @@ try {
   }
 } catch {
   failed = 1;
+}
+// The conformance run (conformance/run.ts): its regressions are failures; a run that could not
+// finish is one.
+if (conformanceReport !== undefined) {
+  try {
+    const c = JSON.parse(readFileSync(conformanceReport, 'utf8'));
+    console.log(`conformance (Ironic's tempest API suite at ${c.maxVersion ?? '?'}): ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped; ${c.regressions.length} regressions${c.error ? `; ${c.error}` : ''}`);
+    failed += c.regressions.length + (c.error ? 1 : 0);
+  } catch {
+    console.log('conformance: no report (the run did not finish)');
+    failed += 1;
+  }
 }
 // A non-zero exit with nothing failed (a crash, a failing build or lint step): still a failure.
 if (status !== '0' && failed === 0) failed = 1;

@@ -32,6 +32,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const EXPECTED = path.join(ROOT, 'conformance', 'expected-passes.txt');
 const REPORT = path.join(ROOT, '.conformance-report.json');
 const SUITE = '^ironic_tempest_plugin\\.tests\\.api';
+const EXPECTED_HEADER =
+  "# Tests of Ironic's tempest API suite (ironic_tempest_plugin.tests.api) that pass against ironring: a\n" +
+  '# listed test that fails is a regression and fails CI. Grows with `npm run test:conformance -- --update`.\n';
 
 const { values: opts } = parseArgs({
   options: { update: { type: 'boolean', default: false }, results: { type: 'string' }, filter: { type: 'string' } },
@@ -156,7 +159,7 @@ const regressions = [...expected].filter((t) => inScope.has(t) && outcomes.get(t
 const fresh = [...outcomes].filter(([t, o]) => o.status === 'passed' && !expected.has(t)).map(([t]) => t);
 if (opts.update) {
   const all = [...new Set([...expected, ...fresh])].sort();
-  writeFileSync(EXPECTED, `${all.join('\n')}\n`);
+  writeFileSync(EXPECTED, `${EXPECTED_HEADER}${all.join('\n')}\n`);
   say(`expected-passes.txt: ${all.length} tests (${fresh.length} added)`);
 } else if (fresh.length > 0) {
   say(`${fresh.length} tests pass that expected-passes.txt does not list: record them with npm run test:conformance -- --update`);
