@@ -15,5 +15,18 @@ export function resourceLinks(base: string, collection: string, id: string): Arr
   ];
 }
 
+/**
+ * A list's `next` link, as Ironic's: the request's own path and query with `limit` and `marker` (the
+ * uuid of the page's last row) set. Given when a page came back full.
+ */
+export function nextPageLink(base: string, request: FastifyRequest, limit: number, marker: string): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(request.query as Record<string, string | undefined>)) if (v !== undefined && k !== 'marker' && k !== 'limit') params.set(k, v);
+  params.set('limit', String(limit));
+  params.set('marker', marker);
+  const path = request.url.split('?')[0]!.replace(/\/+$/, '');
+  return `${base}${path}?${params.toString()}`;
+}
+
 /** Re-exported: resource field tables format their timestamps with it too. */
 export { apiTime } from '../common/api-time.js';

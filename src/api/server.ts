@@ -3,6 +3,7 @@
  * the Ironic resource routes and the compute routes) and binds it, turning bind failures into
  * one-line `ListenError`s.
  */
+import { withDefaultVersion } from './unversioned-paths.js';
 import swagger from '@fastify/swagger';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -21,6 +22,7 @@ import { BODY_LIMIT } from './json-fields.js';
 import type { Microversion } from './microversions.js';
 import { MAX_VERSION, MAX_VERSION_HEADER, MIN_VERSION, MIN_VERSION_HEADER, VERSION_HEADER, formatVersion, negotiateVersion } from './microversions.js';
 import { agentRoutes } from './routes/agent.js';
+import { chassisRoutes } from './routes/chassis.js';
 import { nodeTraitRoutes } from './routes/node-traits.js';
 import { inspectionRuleRoutes } from './routes/inspection-rules.js';
 import { computeServerRoutes } from './routes/compute-servers.js';
@@ -58,6 +60,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     disableRequestLogging: true,
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true },
+    rewriteUrl: (req) => withDefaultVersion(req.url ?? '/'),
     clientErrorHandler,
     frameworkErrors,
   });
@@ -118,6 +121,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     nodeValidateRoutes(api, { store, drivers });
     driverRoutes(api, { store, config, drivers });
     portRoutes(api, { store, config });
+    chassisRoutes(api, { store, config });
     void api.register(computeServerRoutes, { config, logger, ...(compute ? { stores: compute } : {}) });
   });
   return app;

@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander';
 import { IronringError, asError } from '../common/errors.js';
 import { agentCommand } from './commands/agent.js';
 import { apiCommand } from './commands/api.js';
+import { chassisCommand } from './commands/chassis.js';
 import { computeCommand } from './commands/compute.js';
 import { conductorCommand } from './commands/conductor.js';
 import { configCommand } from './commands/config.js';
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   program.addCommand(conductorCommand());
   program.addCommand(nodeCommand());
   program.addCommand(portCommand());
+  program.addCommand(chassisCommand());
   program.addCommand(ramdiskCommand());
   program.addCommand(ringCommand());
   program.addCommand(computeCommand());

@@ -14,12 +14,14 @@ import { NodeLocked } from '../cluster/errors.js';
 import { acquireTask, withTask } from '../cluster/task.js';
 import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
-import { uniqueViolation } from '../db/errors.js';
+import { isForeignKeyViolation, uniqueViolation } from '../db/errors.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { BOOT_DEVICES } from '../drivers/index.js';
 import type { BootDevice, CleanStepRequest, DriverPort, DriverTask } from '../drivers/index.js';
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
+import { unknownChassisOfNode } from '../nodes/chassis-store.js';
+import { nodeColumns } from '../nodes/node-store.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { expectsAgent } from '../nodes/state-machine.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
@@ -195,9 +197,12 @@ export class NodeOperations {
       if (changes.instance_uuid !== undefined && task.node.instance_uuid !== null && changes.instance_uuid !== null && changes.instance_uuid !== task.node.instance_uuid) {
         throw new Conflict(`node ${task.node.uuid} is already associated with instance ${task.node.instance_uuid}`);
       }
+      // A chassis named by uuid is stored by id (400 naming chassis_uuid when there is none).
+      const columns = await nodeColumns(this.deps.store, changes as { chassis_uuid?: string | null });
       try {
-        return await task.update({ ...changes, ...resolved } as NodePatch);
+        return await task.update({ ...columns, ...resolved } as NodePatch);
       } catch (err) {
+        if (isForeignKeyViolation(err) && typeof changes.chassis_uuid === 'string') throw unknownChassisOfNode(changes.chassis_uuid);
         const violation = uniqueViolation(err);
         if (violation) {
           if (violation.columns.includes('name')) throw new Conflict(`a node named ${JSON.stringify(changes.name)} already exists`);

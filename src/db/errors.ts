@@ -50,3 +50,17 @@ export function uniqueViolation(err: unknown): UniqueViolation | null {
 export function isUniqueViolation(err: unknown): boolean {
   return uniqueViolation(err) !== null;
 }
+
+/** PostgreSQL SQLSTATE and SQLite extended result code of a foreign key violation. */
+const FOREIGN_KEY_CODES: ReadonlySet<string> = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY']);
+
+/**
+ * True when `err` is a foreign key violation of either engine: a row naming a parent that is not
+ * there, or a parent deleted while rows still name it. Neither engine says which reference in a
+ * form both share, so callers know it from the statement they ran.
+ */
+export function isForeignKeyViolation(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = (err as DriverError).code;
+  return typeof code === 'string' && FOREIGN_KEY_CODES.has(code);
+}

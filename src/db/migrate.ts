@@ -16,6 +16,7 @@ import { baremetalAgentToken } from './migrations/baremetal-0003-agent-token.js'
 import { baremetalNodeInventory } from './migrations/baremetal-0004-node-inventory.js';
 import { baremetalInspectionRules } from './migrations/baremetal-0005-inspection-rules.js';
 import { baremetalNodeTraits } from './migrations/baremetal-0006-node-traits.js';
+import { baremetalChassis } from './migrations/baremetal-0007-chassis.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 import { cellMappedHotUpdates } from './migrations/cell-0003-mapped-hot-updates.js';
@@ -31,7 +32,15 @@ export type { MigrationSet };
 function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migration> {
   switch (set) {
     case 'baremetal':
-      return { '0001_initial': baremetalInitial(engine), '0002_node_order': baremetalNodeOrder(), '0003_agent_token': baremetalAgentToken(), '0004_node_inventory': baremetalNodeInventory(engine), '0005_inspection_rules': baremetalInspectionRules(engine), '0006_node_traits': baremetalNodeTraits(engine) };
+      return {
+        '0001_initial': baremetalInitial(engine),
+        '0002_node_order': baremetalNodeOrder(),
+        '0003_agent_token': baremetalAgentToken(),
+        '0004_node_inventory': baremetalNodeInventory(engine),
+        '0005_inspection_rules': baremetalInspectionRules(engine),
+        '0006_node_traits': baremetalNodeTraits(engine),
+        '0007_chassis': baremetalChassis(engine),
+      };
     case 'api':
       return { '0001_initial': apiInitial(engine) };
     case 'cell':

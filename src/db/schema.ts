@@ -51,8 +51,12 @@ export interface ConductorHardwareInterfacesTable {
   updated_at: CreatedAt;
 }
 
-/** A node row as read from the database (JSON columns parsed, timestamps as `Date`); the one `NodeRow`. */
-export type NodeRow = Selectable<NodesTable>;
+/**
+ * A node row as read from the database (JSON columns parsed, timestamps as `Date`); the one `NodeRow`.
+ * `chassis_uuid` is the uuid of the node's chassis, joined in by the reads that feed the API's views
+ * (`nodes/node-store.ts`); rows read elsewhere (a conductor's task) do not carry it.
+ */
+export type NodeRow = Selectable<NodesTable> & { chassis_uuid?: string | null };
 
 type Nullable<T> = ColumnType<T | null, T | null | undefined, T | null>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
@@ -85,6 +89,8 @@ export interface NodesTable {
   reservation: Nullable<string>;
   /** Id of the conductor whose local boot state is current for this node. */
   conductor_affinity: Nullable<number>;
+  /** Id of the chassis the node belongs to (Ironic's `chassis_uuid` in the API); null for none. */
+  chassis_id: Nullable<number>;
   boot_interface: Nullable<string>;
   console_interface: Nullable<string>;
   deploy_interface: Nullable<string>;
@@ -99,6 +105,20 @@ export interface NodesTable {
    * never the token itself, and read by no view, RPC answer or log.
    */
   agent_token_hash: Nullable<string>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+/** A chassis row as read from the database. */
+export type ChassisRow = Selectable<ChassisTable>;
+
+/** Ironic's chassis: a named group of nodes (`/v1/chassis`); one with nodes cannot be deleted. */
+export interface ChassisTable {
+  id: Generated<number>;
+  uuid: string;
+  /** At most 255 characters, as Ironic's. */
+  description: Nullable<string>;
+  extra: JsonWithDefault;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -247,6 +267,7 @@ export interface Database {
   conductors: ConductorsTable;
   conductor_hardware_interfaces: ConductorHardwareInterfacesTable;
   nodes: NodesTable;
+  chassis: ChassisTable;
   ports: PortsTable;
   node_history: NodeHistoryTable;
   node_inventory: NodeInventoryTable;
@@ -282,6 +303,7 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
     driver_info: 'json', driver_internal_info: 'json', properties: 'json', instance_info: 'json', extra: 'json', traits: 'json',
     provision_updated_at: 'timestamp', maintenance: 'flag', created_at: 'timestamp', updated_at: 'timestamp',
   },
+  chassis: { extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   ports: { pxe_enabled: 'flag', local_link_connection: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   node_history: { created_at: 'timestamp' },
   node_inventory: { inventory_data: 'json', plugin_data: 'json', created_at: 'timestamp' },

@@ -42,6 +42,11 @@ export interface FieldInput {
   normalize?: (value: unknown) => unknown;
   /** What a patch `remove` leaves (null unless said). */
   removed?: unknown;
+  /**
+   * The microversion a patch needs to clear the field (remove it, or set it to null) while it holds
+   * a value; older requests get 406 (Ironic: 1.25 for a node's `chassis_uuid`).
+   */
+  clearSince?: ApiVersion;
   /** A value older clients may still send for a newer field without a 406 (Ironic: `''` for conductor_group). */
   empty?: unknown;
   /** Checks one key of a JSON field; `where` names it for the message (`local_link_connection.x`, a patch path). */
@@ -215,11 +220,21 @@ export class FieldTable<Row, Ctx> {
     return out;
   }
 
-  /** 406 for a patch that touches a field newer than `version`, as Ironic's. */
-  checkPatchVersion(ops: readonly PatchOperation[], version: ApiVersion): void {
+  /**
+   * 406 for a patch that touches a field newer than `version`, as Ironic's, or that clears a field
+   * holding a value in `current` before its `clearSince` (without `current`, any clearing counts).
+   */
+  checkPatchVersion(ops: readonly PatchOperation[], version: ApiVersion, current?: Row): void {
     for (const op of ops) {
-      const since = this.since(pathTokens(op.path)[0]!);
-      if (since !== undefined && !atLeast(version, since)) throw new NotAcceptable(`${op.path}: needs API version ${formatVersion(since)} or later`);
+      const tokens = pathTokens(op.path);
+      const spec = Object.hasOwn(this.fields, tokens[0]!) ? this.fields[tokens[0]!]! : undefined;
+      if (spec === undefined) continue;
+      if (!atLeast(version, spec.since)) throw new NotAcceptable(`${op.path}: needs API version ${formatVersion(spec.since)} or later`);
+      const clearSince = spec.input?.clearSince;
+      if (clearSince === undefined || tokens.length > 1 || atLeast(version, clearSince)) continue;
+      const clears = op.op === 'remove' || op.value === null;
+      const held = current === undefined || spec.column === undefined || ((current as Record<string, unknown>)[spec.column] ?? null) !== null;
+      if (clears && held) throw new NotAcceptable(`${op.path}: clearing it needs API version ${formatVersion(clearSince)} or later`);
     }
   }
 

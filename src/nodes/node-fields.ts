@@ -68,7 +68,16 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
       create: true, patch: true,
     },
   },
-  chassis_uuid: fixed([1, 1], () => null),
+  // Stored as the chassis's row id (`chassis_id`); the node store's reads for views join the uuid
+  // in, and its writes turn a uuid back into the id (an unknown chassis is a 400 naming the field).
+  chassis_uuid: {
+    since: [1, 1], column: 'chassis_uuid', view: (n) => n.chassis_uuid ?? null, reads: ['chassis_uuid'],
+    input: {
+      schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
+      expected: (v) => `expected the UUID of a chassis or null, got ${shown(v)}`,
+      create: true, patch: true, normalize: lower, clearSince: [1, 25],
+    },
+  },
   driver: {
     since: [1, 1], column: 'driver',
     input: { schema: Type.String({ minLength: 1 }), expected: 'a node needs a driver (a hardware type name)', create: { required: 'required, a hardware type name' }, patch: true },

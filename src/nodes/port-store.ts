@@ -3,10 +3,10 @@
  * colon-separated form and unique across all nodes.
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import type { Selectable } from 'kysely';
 import { InvalidParameter, NotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
+import { keysetPage } from '../db/keyset.js';
 import type { PortsTable } from '../db/schema.js';
 import { UUID_PATTERN } from '../common/uuid.js';
 import { uniqueViolation } from './node-store.js';
@@ -43,24 +43,21 @@ export interface PortListQuery {
 
 /** One page of ports, in order; keyset pagination on (sort key, id) as for nodes. */
 export async function listPorts(store: Store, query: PortListQuery): Promise<PortRow[]> {
-  const sortKey = query.sortKey ?? 'id';
   let q = portQuery(store);
   if (query.nodeId !== undefined) q = q.where('ports.node_id', '=', query.nodeId);
   if (query.address !== undefined) q = q.where('ports.address', '=', normalizeMac(query.address));
-  const key = sql.ref(`ports.${sortKey}`);
-  // NULL physical networks sort lowest, said the same way on both engines.
-  const sortExpr = sortKey === 'physical_network' ? sql`coalesce(${key}, '')` : key;
-  if (query.marker !== undefined) {
-    const marker = await store.db.selectFrom('ports').select(['id', sortKey]).where('uuid', '=', query.marker).executeTakeFirst();
-    if (!marker) throw new InvalidParameter(`marker: no port with uuid ${query.marker}`);
-    const raw = (marker as Record<string, unknown>)[sortKey];
-    const value = sortKey === 'physical_network' ? (raw ?? '') : raw;
-    const cmp = sql.raw(query.sortDir === 'asc' ? '>' : '<');
-    q = sortKey === 'id'
-      ? q.where('ports.id', query.sortDir === 'asc' ? '>' : '<', marker.id)
-      : q.where(sql<boolean>`(${sortExpr} ${cmp} ${value} or (${sortExpr} = ${value} and ports.id ${cmp} ${marker.id}))`);
-  }
-  return q.orderBy(sortExpr, query.sortDir).orderBy('ports.id', query.sortDir).limit(query.limit).execute();
+  const sortKey = query.sortKey ?? 'id';
+  const page = await keysetPage(store, {
+    table: 'ports',
+    sortKey,
+    sortDir: query.sortDir,
+    noun: 'port',
+    ...(query.marker !== undefined ? { marker: query.marker } : {}),
+    // NULL physical networks sort lowest.
+    ...(sortKey === 'physical_network' ? { nullAs: '' } : {}),
+  });
+  if (page.after) q = q.where(page.after);
+  return q.orderBy(page.sortExpr, query.sortDir).orderBy('ports.id', query.sortDir).limit(query.limit).execute();
 }
 
 /** The port with this uuid or MAC address; `NotFound` otherwise. */

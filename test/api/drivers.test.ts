@@ -67,4 +67,16 @@ describe.each(engines)('driver list from the conductors\' registered interfaces 
     expect(ipmiDetail.body).toMatchObject({ name: 'ipmi', hosts: ['c'], default_power_interface: 'ipmitool', enabled_power_interfaces: ['ipmitool'] });
     expect(typeof ipmiDetail.body.description).toBe('string');
   });
+
+  it("answers a driver's properties: the driver_info keys its default interfaces read, Required or Optional", async () => {
+    expect((await get('/v1/drivers/ipmi/properties')).status).toBe(404);
+    await registerConductor(db.store, { hostname: 'c', group: '', drivers: ['fake-hardware', 'ipmi'], interfaces: all }, 60);
+    const { status, body } = await get('/v1/drivers/ipmi/properties');
+    expect(status).toBe(200);
+    expect(body.ipmi_address).toBe('Host name or IP address of the BMC. Required (every power and boot-device action).');
+    expect(body.ipmi_password).toMatch(/Optional\.$/);
+    // Only driver_info: instance_info keys are the deploy's input, not the driver's.
+    expect(Object.keys(body).every((k) => !['image_source', 'kernel'].includes(k))).toBe(true);
+    expect((await get('/v1/drivers/nope/properties')).status).toBe(404);
+  });
 });

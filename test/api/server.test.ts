@@ -46,7 +46,28 @@ describe('version discovery', () => {
     expect(res.headers['x-openstack-ironic-api-minimum-version']).toBe('1.1');
     expect(res.headers['x-openstack-ironic-api-maximum-version']).toBe('1.49');
     expect(res.headers['x-openstack-ironic-api-version']).toBe('1.1');
-    expect(res.json()).toMatchObject({ id: 'v1', media_types: [{ base: 'application/json', type: 'application/vnd.openstack.ironic.v1+json' }] });
+    expect(res.json()).toMatchObject({ id: 'v1', media_types: { base: 'application/json', type: 'application/vnd.openstack.ironic.v1+json' } });
+  });
+
+  it('serves unversioned resource paths (bookmark links, catalog endpoints without /v1) as v1, as Ironic does', async () => {
+    const message = async (url: string) => errorText((await app.inject({ method: 'GET', url })).body);
+    expect(await message('/nodes/n1/no/such/thing')).toBe('the resource could not be found: GET /v1/nodes/n1/no/such/thing');
+    expect(await message('/chassis/c1/x/y')).toBe('the resource could not be found: GET /v1/chassis/c1/x/y');
+    // Only v1 resources: other paths keep their own routes or 404 as they are.
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect(await message('/nodesx')).toBe('the resource could not be found: GET /nodesx');
+  });
+
+  it('links GET /v1 to each resource the requested microversion has, as Ironic does', async () => {
+    const resources = (body: string) =>
+      Object.entries(JSON.parse(body) as Record<string, unknown>)
+        .filter(([, v]) => Array.isArray(v) && (v as Array<{ rel?: string }>).some((l) => l.rel === 'bookmark'))
+        .map(([k]) => k);
+    const old = await app.inject({ method: 'GET', url: '/v1', headers: { host: 'bm.example:6385' } });
+    expect(resources(old.body)).toEqual(['chassis', 'nodes', 'ports', 'drivers']);
+    expect(old.json().nodes).toEqual([{ href: 'http://bm.example:6385/v1/nodes/', rel: 'self' }, { href: 'http://bm.example:6385/nodes/', rel: 'bookmark' }]);
+    const latest = await app.inject({ method: 'GET', url: '/v1', headers: { 'x-openstack-ironic-api-version': 'latest' } });
+    expect(resources(latest.body)).toEqual(['chassis', 'nodes', 'ports', 'drivers', 'lookup', 'heartbeat', 'conductors']);
   });
 
   it('negotiates latest, and refuses versions out of range (406) or malformed (400)', async () => {
@@ -65,7 +86,7 @@ describe('version discovery', () => {
     const config = loadConfig({ env: { IRONRING_API_PUBLIC_ENDPOINT: 'https://bm.example.org/' } }).config;
     const other = buildApi({ store, config, logger });
     const res = await other.inject({ method: 'GET', url: '/v1' });
-    expect(res.json().links).toEqual([{ href: 'https://bm.example.org/v1/', rel: 'self' }]);
+    expect(res.json().links[0]).toEqual({ href: 'https://bm.example.org/v1/', rel: 'self' });
     await other.close();
   });
 });

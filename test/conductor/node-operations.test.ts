@@ -159,6 +159,6 @@ describe.each(engines)('node operations in process on %s', (engine) => {
     await settle();
     expect(await row(uuid)).toMatchObject({ provision_state: 'active', target_provision_state: null, last_error: null });
     const events = await history(uuid);
-    expect(events).toEqual(['adopt: manageable → adopting', 'adopted: the BMC says power off, boot device unknown', 'adopting → active']);
+    expect(events).toEqual(['adopt: manageable → adopting', 'adopted: the BMC says power off, boot device pxe (once)', 'adopting → active']);
   });
 });

@@ -39,7 +39,7 @@ describe('fake-hardware', () => {
   it('keeps the boot device and its persistence', async () => {
     const { registry } = setup();
     const task = makeTask(registry, makeNode());
-    expect(await task.driver.management.getBootDevice(task)).toEqual({ boot_device: null, persistent: null });
+    expect(await task.driver.management.getBootDevice(task)).toEqual({ boot_device: 'pxe', persistent: false });
     expect(await task.driver.management.getSupportedBootDevices(task)).toContain('pxe');
     await task.driver.management.setBootDevice(task, 'pxe', true);
     expect(await task.driver.management.getBootDevice(task)).toEqual({ boot_device: 'pxe', persistent: true });

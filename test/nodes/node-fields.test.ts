@@ -14,6 +14,7 @@ import { NODE_SORT_KEYS } from '../../src/nodes/node-store.js';
 type V = readonly [number, number];
 const LATEST: V = [1, 49];
 const UUID = '1be26c0b-03f2-4d2d-ae87-c02d7f33c123';
+const CHASSIS = '2be26c0b-03f2-4d2d-ae87-c02d7f33c124';
 
 const row: NodeRow = {
   id: 7, uuid: UUID, name: 'rack1-n1', description: null, driver: 'fake-hardware',
@@ -23,6 +24,7 @@ const row: NodeRow = {
   instance_uuid: null, conductor_group: 'rack1', resource_class: 'small', provision_state: 'available', target_provision_state: null,
   provision_updated_at: new Date('2026-01-02T03:04:05.678Z'), power_state: 'power off', target_power_state: null, maintenance: false,
   maintenance_reason: null, last_error: null, reservation: null, conductor_affinity: 3, agent_token_hash: 'ab'.repeat(32),
+  chassis_id: 4, chassis_uuid: CHASSIS,
   boot_interface: 'fake', console_interface: 'no-console', deploy_interface: 'fake', inspect_interface: 'no-inspect', management_interface: 'fake',
   network_interface: 'noop', power_interface: 'fake', rescue_interface: 'no-rescue', vendor_interface: 'no-vendor',
   created_at: new Date('2026-01-01T00:00:00.000Z'), updated_at: new Date('2026-01-01T00:00:01.000Z'),
@@ -47,7 +49,7 @@ const iface = (value: string): Contract => ({ since: [1, 31], view: value, creat
 const CONTRACT: Record<string, Contract> = {
   uuid: { since: [1, 1], view: UUID, create: true, good: [UUID.toUpperCase(), UUID], bad: ['nope', /^uuid: expected a UUID, got "nope"$/] },
   name: { since: [1, 5], view: 'rack1-n1', create: true, patch: true, good: ['n-1.a_b~c', 'n-1.a_b~c'], bad: [UUID, /is not a valid node name/] },
-  chassis_uuid: { since: [1, 1], view: null },
+  chassis_uuid: { since: [1, 1], view: CHASSIS, create: true, patch: true, good: [UUID.toUpperCase(), UUID], bad: ['c-1', /^(\/)?chassis_uuid: expected the UUID of a chassis or null, got "c-1"$/] },
   driver: { since: [1, 1], view: 'fake-hardware', create: true, patch: true, good: ['ipmi', 'ipmi'], bad: ['', /needs a driver/] },
   driver_info: { since: [1, 1], view: { ipmi_address: '10.0.0.1', ipmi_password: '******', nested: { secret_key: '******' } }, create: true, patch: true, good: [{ a: 1 }, { a: 1 }], bad: ['x', /expected a JSON object/] },
   driver_internal_info: { since: [1, 3], view: { clean_step: { step: 'erase_devices', interface: 'deploy' }, deploy_step: { step: 'write_image', interface: 'deploy' }, password: 'shown' } },
@@ -193,6 +195,19 @@ describe('the node field table', () => {
       if (c.since[1] > 1) expect(() => NODE_FIELDS.checkPatchVersion(ops, before(c.since)), field).toThrow(`/${field}: needs API version`);
     }
     expect(() => NODE_FIELDS.checkPatchVersion([{ op: 'add', path: '/conductor_group', value: 'g' }], [1, 45])).toThrow(expect.objectContaining({ httpStatus: 406 }));
+  });
+
+  it('refuses to clear a chassis_uuid that holds a value before 1.25, as Ironic', () => {
+    const remove = [{ op: 'remove' as const, path: '/chassis_uuid' }];
+    const toNull = [{ op: 'replace' as const, path: '/chassis_uuid', value: null }];
+    for (const ops of [remove, toNull]) {
+      expect(() => NODE_FIELDS.checkPatchVersion(ops, [1, 24], row)).toThrow('/chassis_uuid: clearing it needs API version 1.25 or later');
+      expect(() => NODE_FIELDS.checkPatchVersion(ops, [1, 25], row)).not.toThrow();
+      // Nothing to clear: allowed at any version.
+      expect(() => NODE_FIELDS.checkPatchVersion(ops, [1, 1], { ...row, chassis_id: null, chassis_uuid: null })).not.toThrow();
+    }
+    expect(() => NODE_FIELDS.checkPatchVersion([{ op: 'replace', path: '/chassis_uuid', value: UUID }], [1, 1], row)).not.toThrow();
+    expect(applyNodePatch(row, remove)).toEqual({ chassis_uuid: null });
   });
 
   it('reads a patch document: add and replace need a value, remove takes none', () => {

@@ -12,6 +12,7 @@ import { NotAcceptable, NotFound } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { INTERFACE_TYPES } from '../../drivers/index.js';
+import { INTERFACE_FIELDS } from '../../drivers/fields.js';
 import type { DriverRegistry } from '../../drivers/index.js';
 import { baseUrl, resourceLinks } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
@@ -59,6 +60,23 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
     const type = parseChoice('type', query.type, DRIVER_TYPES, 'dynamic');
     if (type === 'classic') return { drivers: [] };
     return { drivers: (await served()).map((info) => render(info, request, detail)) };
+  });
+
+  // Ironic's: the driver_info keys the hardware type's default interfaces read, each described and
+  // marked Required or Optional (docs/driver-fields.md has the same, per implementation).
+  app.get<{ Params: { name: string } }>('/v1/drivers/:name/properties', async (request) => {
+    const info = (await served()).find((d) => d.name === request.params.name);
+    if (!info) throw new NotFound(`driver ${request.params.name} could not be found`);
+    const properties: Record<string, string> = {};
+    for (const type of INTERFACE_TYPES) {
+      const implementation = info.interfaces[type]?.default;
+      const fields = implementation ? INTERFACE_FIELDS[`${type}/${implementation}`] : undefined;
+      for (const field of fields ?? []) {
+        if (field.bag !== 'driver_info') continue;
+        properties[field.key] = `${field.description.replaceAll('`', '')} ${field.requiredFor ? `Required (${field.requiredFor}).` : 'Optional.'}`;
+      }
+    }
+    return properties;
   });
 
   app.get<{ Params: { name: string } }>('/v1/drivers/:name', async (request) => {

@@ -56,9 +56,10 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
 
   app.patch<Node>('/v1/nodes/:ident', async (request) => {
     const ops = parsePatch(request.body);
-    // A field newer than the request's version cannot be written either (406, as Ironic).
-    NODE_FIELDS.checkPatchVersion(ops, request.apiVersion);
     const node = await getNode(store, request.params.ident);
+    // A field newer than the request's version cannot be written either, nor chassis_uuid cleared
+    // before 1.25 (406, as Ironic).
+    NODE_FIELDS.checkPatchVersion(ops, request.apiVersion, node);
     // A dry run at the edge: a patch that is bad, or that would leave a JSON field too deep or too
     // big, is refused here, before the conductor (which applies it again under the node's lock).
     const changes = applyNodePatch(node, ops);

@@ -1,6 +1,7 @@
 /**
  * `/v1/nodes`: list (fields, limit, marker, sort, detail, filters, next links), show by uuid or
- * name, create. Changes to existing nodes go to the node's conductor (see `node-actions.ts`).
+ * name, create; and a chassis's nodes (`/v1/chassis/{uuid}/nodes`), the same list. Changes to
+ * existing nodes go to the node's conductor (see `node-actions.ts`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { nodeOwners } from '../../cluster/conductor-rings.js';
@@ -10,12 +11,13 @@ import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { UUID_PATTERN } from '../../common/uuid.js';
 import type { DriverRegistry } from '../../drivers/index.js';
+import { getChassis } from '../../nodes/chassis-store.js';
 import { NODE_INTERFACE_FIELDS } from '../../nodes/node-fields.js';
 import { NODE_SORT_KEYS, createNode, getNode, listNodes } from '../../nodes/node-store.js';
 import type { NewNode, NodeFilters, NodeListQuery, NodeRow } from '../../nodes/node-store.js';
 import { PROVISION_STATES } from '../../nodes/states.js';
 import { initialProvisionState } from '../../nodes/state-machine.js';
-import { baseUrl } from '../links.js';
+import { baseUrl, nextPageLink } from '../links.js';
 import { jsonFieldLimits } from '../json-fields.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
@@ -87,7 +89,14 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     }
   }
 
-  async function list(request: FastifyRequest<{ Querystring: ListQuery }>, forceDetail: boolean) {
+  /** The row id of the chassis a node list is limited to: 400 for no uuid, 404 for no such chassis, as Ironic. */
+  async function chassisFilter(uuid: string): Promise<number> {
+    if (!UUID_PATTERN.test(uuid)) throw new InvalidParameter(`chassis_uuid: expected a UUID, got ${JSON.stringify(uuid)}`);
+    return (await getChassis(store, uuid)).id;
+  }
+
+  /** A page of nodes; `chassis` (a uuid from the path) limits it to that chassis's nodes, as `?chassis_uuid=`. */
+  async function list(request: FastifyRequest<{ Querystring: ListQuery }>, forceDetail: boolean, chassis?: string) {
     const q = request.query;
     const valid = fieldsAt(request.apiVersion);
     const fields = parseFields(q.fields, valid, 'node');
@@ -103,6 +112,8 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     const sortKey = parseChoice('sort_key', q.sort_key === 'id' ? 'created_at' : q.sort_key, NODE_SORT_KEYS, 'created_at');
     const sortDir = parseChoice('sort_dir', q.sort_dir, ['asc', 'desc'] as const, 'asc');
     const filters = parseNodeFilters(q, request.apiVersion);
+    const chassisUuid = chassis ?? q.chassis_uuid;
+    if (chassisUuid !== undefined) filters.chassis_id = await chassisFilter(chassisUuid);
 
     const shown = fields ?? (detail ? undefined : [...NODE_LIST_FIELDS]);
     const columns = shown ? columnsFor(shown) : undefined;
@@ -118,12 +129,15 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
     };
     const rows = q.conductor === undefined ? await listNodes(store, listQuery) : await listOwnedBy(q.conductor, listQuery, ctx.conductorOf);
     const body: Record<string, unknown> = { nodes: rows.map((n) => renderNode(n, ctx, shown, detail)) };
-    if (rows.length === limit && rows.length > 0) body.next = nextLink(ctx.base, request, limit, rows[rows.length - 1]!);
+    if (rows.length === limit && rows.length > 0) body.next = nextPageLink(ctx.base, request, limit, rows[rows.length - 1]!.uuid);
     return body;
   }
 
   app.get<{ Querystring: ListQuery }>('/v1/nodes', (request) => list(request, false));
   app.get<{ Querystring: ListQuery }>('/v1/nodes/detail', (request) => list(request, true));
+  // A chassis's nodes, as Ironic serves them under the chassis.
+  app.get<{ Params: { uuid: string }; Querystring: ListQuery }>('/v1/chassis/:uuid/nodes', (request) => list(request, false, request.params.uuid));
+  app.get<{ Params: { uuid: string }; Querystring: ListQuery }>('/v1/chassis/:uuid/nodes/detail', (request) => list(request, true, request.params.uuid));
 
   app.get<{ Params: { ident: string }; Querystring: { fields?: string } }>('/v1/nodes/:ident', async (request) => {
     const fields = parseFields(request.query.fields, fieldsAt(request.apiVersion), 'node');
@@ -179,13 +193,4 @@ function parseNodeFilters(q: ListQuery, version: Microversion): NodeFilters {
     filters.fault = parseChoice('fault', q.fault, NODE_FAULTS, 'power failure');
   }
   return filters;
-}
-
-function nextLink(base: string, request: FastifyRequest<{ Querystring: ListQuery }>, limit: number, last: NodeRow): string {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(request.query)) if (v !== undefined && k !== 'marker' && k !== 'limit') params.set(k, v);
-  params.set('limit', String(limit));
-  params.set('marker', last.uuid);
-  const path = request.url.split('?')[0]!.replace(/\/+$/, '');
-  return `${base}${path}?${params.toString()}`;
 }

@@ -11,7 +11,7 @@ import { PORT_SORT_KEYS, createPort, deletePort, getPort, listPorts, updatePort 
 import type { PortChanges, PortRow } from '../../nodes/port-store.js';
 import { checkJsonField, jsonFieldLimits } from '../json-fields.js';
 import type { JsonFieldLimits } from '../json-fields.js';
-import { baseUrl, resourceLinks } from '../links.js';
+import { baseUrl, nextPageLink, resourceLinks } from '../links.js';
 import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
 
@@ -55,13 +55,7 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     const base = baseUrl(request, config.api.public_endpoint);
     const shown = fields ?? (detail ? valid : PORT_LIST_FIELDS);
     const body: Record<string, unknown> = { ports: rows.map((p) => renderPort(p, base, shown)) };
-    if (rows.length === limit && rows.length > 0) {
-      const params = new URLSearchParams();
-      for (const [k, v] of Object.entries(q)) if (v !== undefined && k !== 'marker' && k !== 'limit') params.set(k, v);
-      params.set('limit', String(limit));
-      params.set('marker', rows[rows.length - 1]!.uuid);
-      body.next = `${base}${request.url.split('?')[0]}?${params.toString()}`;
-    }
+    if (rows.length === limit && rows.length > 0) body.next = nextPageLink(base, request, limit, rows[rows.length - 1]!.uuid);
     return body;
   }
 

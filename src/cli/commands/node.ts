@@ -25,7 +25,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 const FLAG_OF: Record<string, string> = { driver_info: 'driver-info', properties: 'property', extra: 'extra', instance_info: 'instance-info' };
 
 /** Parses repeated `key=value` flags into a JSON Patch under `/field/`; values are JSON when they parse. */
-function keyValues(field: string, pairs: string[] | undefined, op: 'add' | 'remove'): Array<Record<string, unknown>> {
+export function keyValues(field: string, pairs: string[] | undefined, op: 'add' | 'remove'): Array<Record<string, unknown>> {
   return (pairs ?? []).map((pair) => {
     if (op === 'remove') return { op, path: `/${field}/${pair}` };
     const i = pair.indexOf('=');
@@ -41,7 +41,8 @@ function keyValues(field: string, pairs: string[] | undefined, op: 'add' | 'remo
   });
 }
 
-function objectFrom(pairs: string[] | undefined, flag: string): Record<string, unknown> | undefined {
+/** Repeated `key=value` flags as an object (values JSON when they parse); undefined without any. */
+export function objectFrom(pairs: string[] | undefined, flag: string): Record<string, unknown> | undefined {
   if (!pairs) return undefined;
   return Object.fromEntries(keyValues(flag, pairs, 'add').map((op) => [String(op.path).split('/').slice(2).join('/'), op.value]));
 }

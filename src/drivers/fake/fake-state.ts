@@ -34,11 +34,14 @@ export interface FakeMachine {
 export class FakeHardwareState {
   private readonly machines = new Map<string, FakeMachine>();
 
-  /** The node's machine, created on first use from its recorded power state (off when unknown). */
+  /**
+   * The node's machine, created on first use from its recorded power state (off when unknown),
+   * booting from the network once — what Ironic's fake management reports for a machine.
+   */
   machine(node: Pick<DriverNode, 'uuid' | 'power_state'>): FakeMachine {
     let machine = this.machines.get(node.uuid);
     if (machine === undefined) {
-      machine = { power: node.power_state === 'power on' ? 'power on' : 'power off', bootDevice: null, persistent: null, prepared: null, powerOns: 0, inspections: 0, rescued: false, cleanSteps: [] };
+      machine = { power: node.power_state === 'power on' ? 'power on' : 'power off', bootDevice: 'pxe', persistent: false, prepared: null, powerOns: 0, inspections: 0, rescued: false, cleanSteps: [] };
       this.machines.set(node.uuid, machine);
     }
     return machine;
