@@ -1,6 +1,6 @@
 /** Parsing query parameters the way the Ironic API reads them, with 400s that name the parameter. */
 import type { FastifyInstance } from 'fastify';
-import { InvalidParameter } from '../common/errors.js';
+import { InvalidParameter, NotAcceptable } from '../common/errors.js';
 import { stringProblem } from '../common/json-safety.js';
 
 /**
@@ -35,12 +35,18 @@ export function parseBool(name: string, raw: string | undefined): boolean | unde
   throw new InvalidParameter(`${name}: expected a boolean, got ${JSON.stringify(raw)}`);
 }
 
-/** A comma-separated field list, each one of `valid`; undefined when absent. */
-export function parseFields(raw: string | undefined, valid: readonly string[], what: string): string[] | undefined {
+/**
+ * A comma-separated field list, each one of `valid` (the fields of the requested microversion);
+ * undefined when absent. A field of a later microversion (`later`) is 406, as Ironic answers; a
+ * field that does not exist at all is 400.
+ */
+export function parseFields(raw: string | undefined, valid: readonly string[], what: string, later: readonly string[] = []): string[] | undefined {
   if (raw === undefined) return undefined;
   const fields = raw.split(',').map((f) => f.trim()).filter(Boolean);
   for (const f of fields) {
-    if (!valid.includes(f)) throw new InvalidParameter(`fields: unknown ${what} field ${JSON.stringify(f)}; valid fields: ${valid.join(', ')}`);
+    if (valid.includes(f)) continue;
+    if (later.includes(f)) throw new NotAcceptable(`fields: the ${what} field ${JSON.stringify(f)} needs a later API version than the one requested`);
+    throw new InvalidParameter(`fields: unknown ${what} field ${JSON.stringify(f)}; valid fields: ${valid.join(', ')}`);
   }
   return fields;
 }

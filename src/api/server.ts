@@ -59,7 +59,9 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     loggerInstance: logger.child({ component: 'api' }) as FastifyBaseLogger,
     disableRequestLogging: true,
     bodyLimit: BODY_LIMIT,
-    routerOptions: { ignoreTrailingSlash: true },
+    // A trait may be 255 characters (and 256 must reach the route to get its 400); the router's
+    // default of 100 would answer 404 for them.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     rewriteUrl: (req) => withDefaultVersion(req.url ?? '/'),
     clientErrorHandler,
     frameworkErrors,

@@ -83,6 +83,11 @@ export class NotAcceptable extends IronringError {
   override readonly httpStatus = 406;
 }
 
+/** Thrown for a method a resource does not take (at the requested microversion). */
+export class MethodNotAllowed extends IronringError {
+  override readonly httpStatus = 405;
+}
+
 /** Narrows an unknown thrown value to an Error. */
 export function asError(value: unknown): Error {
   return value instanceof Error ? value : new Error(String(value));

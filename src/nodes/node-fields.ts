@@ -24,6 +24,8 @@ export interface NodeFieldContext {
   replicasOf?: (node: NodeRow) => string[];
   /** Hostname of a conductor row id, for `conductor_affinity`. */
   conductorName?: (id: number | null) => string | null;
+  /** The microversion asked for, where a field's value depends on it (`provision_state` below 1.2). */
+  version?: readonly [number, number];
 }
 
 type NodeField = FieldSpec<NodeRow, NodeFieldContext>;
@@ -93,7 +95,11 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
     input: { schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]), expected: (v) => `expected a UUID, got ${shown(v)}`, create: true, patch: true, normalize: lower },
   },
   properties: { since: [1, 1], column: 'properties', input: jsonInput },
-  provision_state: { since: [1, 1], column: 'provision_state' },
+  // Below 1.2 Ironic shows `available` as null (the state had no name yet).
+  provision_state: {
+    since: [1, 1], column: 'provision_state', reads: ['provision_state'],
+    view: (n, ctx) => (n.provision_state === 'available' && ctx.version !== undefined && ctx.version[0] === 1 && ctx.version[1] < 2 ? null : n.provision_state),
+  },
   target_provision_state: { since: [1, 1], column: 'target_provision_state' },
   provision_updated_at: { since: [1, 1], column: 'provision_updated_at', view: 'time' },
   power_state: { since: [1, 1], column: 'power_state' },

@@ -1,7 +1,7 @@
 /**
  * Node traits through the API (Ironic's 1.37 resource) on both databases: list, replace, add one,
  * remove one and all; the `traits` field of node views from 1.37 on; Ironic's validation (custom
- * and standard names, 255 characters, 50 a node) with 400s naming the entry; 404 below 1.37 and
+ * and standard names, 255 characters, 50 a node) with 400s naming the entry; Ironic's refusals below 1.37 (406, 405, 404) and 404
  * for a trait the node lacks; a node PATCH cannot change them.
  */
 import type { FastifyInstance } from 'fastify';
@@ -83,11 +83,25 @@ describe.each(engines)('node traits API on %s', (engine) => {
     expect(await traitsOf(uuid)).toHaveLength(50);
   });
 
-  it('is not found below 1.37 or for a missing node, and a node PATCH cannot change traits', async () => {
+  it('is refused below 1.37 as Ironic refuses it (GET 406, PUT 405, DELETE 404), not found for a missing node, and a node PATCH cannot change traits', async () => {
     const uuid = await node('t4');
     const old = await call('GET', `/v1/nodes/${uuid}/traits`, undefined, V('1.36'));
-    expect(old.statusCode).toBe(404);
-    expect(old.body).toContain('needs API version 1.37');
+    expect(old.statusCode).toBe(406);
+    expect(old.body).toContain('need API version 1.37');
+    expect((await call('PUT', `/v1/nodes/${uuid}/traits`, { traits: ['CUSTOM_A'] }, V('1.36'))).statusCode).toBe(405);
+    expect((await call('PUT', `/v1/nodes/${uuid}/traits/CUSTOM_A`, undefined, V('1.36'))).statusCode).toBe(405);
+    expect((await call('DELETE', `/v1/nodes/${uuid}/traits/CUSTOM_A`, undefined, V('1.36'))).statusCode).toBe(404);
+    expect((await call('DELETE', `/v1/nodes/${uuid}/traits`, undefined, V('1.36'))).statusCode).toBe(404);
+    // Ironic's length: 255 characters is a trait, 256 a 400 (not the router's 404 for a long path).
+    const long = `CUSTOM_${'T'.repeat(248)}`;
+    expect((await call('PUT', `/v1/nodes/${uuid}/traits/${long}`)).statusCode).toBe(204);
+    expect((await call('PUT', `/v1/nodes/${uuid}/traits/${long}T`)).statusCode).toBe(400);
+    await call('DELETE', `/v1/nodes/${uuid}/traits/${long}`);
+    // The field too: asked for before its version, 406; a field that does not exist, 400.
+    expect((await call('GET', '/v1/nodes?fields=uuid,traits', undefined, V('1.36'))).statusCode).toBe(406);
+    expect((await call('GET', `/v1/nodes/${uuid}?fields=traits`, undefined, V('1.36'))).statusCode).toBe(406);
+    expect((await call('GET', '/v1/nodes?fields=uuid,traitz')).statusCode).toBe(400);
+    expect((await call('GET', `/v1/nodes/${uuid}?fields=traits`)).json()).toEqual({ traits: [], links: expect.anything() as unknown });
     expect((await call('GET', '/v1/nodes/no-such-node/traits')).statusCode).toBe(404);
     // As on Ironic, a node PATCH cannot change them: the traits resource does.
     await call('PUT', `/v1/nodes/${uuid}/traits`, { traits: ['CUSTOM_KEPT'] });

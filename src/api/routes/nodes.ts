@@ -19,10 +19,13 @@ import { PROVISION_STATES } from '../../nodes/states.js';
 import { initialProvisionState } from '../../nodes/state-machine.js';
 import { baseUrl, nextPageLink } from '../links.js';
 import { jsonFieldLimits } from '../json-fields.js';
-import { compareVersions, formatVersion } from '../microversions.js';
+import { MAX_VERSION, compareVersions, formatVersion } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
 import { NODE_FIELDS, NODE_LIST_FIELDS, columnsFor, fieldsAt, renderNode } from '../views/node.js';
+
+/** Every node field of the newest microversion: one asked for at an older version is 406. */
+const ALL_NODE_FIELDS = fieldsAt(MAX_VERSION);
 import type { NodeViewContext } from '../views/node.js';
 import { validateNewNode } from './node-input.js';
 
@@ -99,7 +102,7 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
   async function list(request: FastifyRequest<{ Querystring: ListQuery }>, forceDetail: boolean, chassis?: string) {
     const q = request.query;
     const valid = fieldsAt(request.apiVersion);
-    const fields = parseFields(q.fields, valid, 'node');
+    const fields = parseFields(q.fields, valid, 'node', ALL_NODE_FIELDS);
     const detail = forceDetail || (parseBool('detail', q.detail) ?? false);
     if (fields && detail) throw new InvalidParameter('fields and detail cannot be used together');
     const limit = parseLimit(q.limit, config.api.max_limit);
@@ -140,7 +143,7 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
   app.get<{ Params: { uuid: string }; Querystring: ListQuery }>('/v1/chassis/:uuid/nodes/detail', (request) => list(request, true, request.params.uuid));
 
   app.get<{ Params: { ident: string }; Querystring: { fields?: string } }>('/v1/nodes/:ident', async (request) => {
-    const fields = parseFields(request.query.fields, fieldsAt(request.apiVersion), 'node');
+    const fields = parseFields(request.query.fields, fieldsAt(request.apiVersion), 'node', ALL_NODE_FIELDS);
     // Both reads at once: the node and the live conductors are independent round trips.
     const [node, ctx] = await Promise.all([getNode(store, request.params.ident), viewContext(request)]);
     return renderNode(node, ctx, fields);
