@@ -68,8 +68,11 @@ export interface FieldSpec<Row, Ctx> {
   reads?: ReadonlyArray<keyof Row & string>;
   /** Writable fields: how. Read-only fields have none. */
   input?: FieldInput;
-  /** False for a column no list may be sorted by; every column that is not JSON may be by default. */
-  sortable?: false;
+  /**
+   * False for a column no list may be sorted by; every column that is not JSON and is shown as
+   * stored may be by default; true for a column shown through a view that still sorts as stored.
+   */
+  sortable?: boolean;
 }
 
 export interface PatchOperation {
@@ -139,7 +142,7 @@ export class FieldTable<Row, Ctx> {
   /** Fields a list may be sorted by: those stored in a column of their own that is not JSON. */
   sortKeys(): string[] {
     return Object.entries(this.fields)
-      .filter(([name, spec]) => spec.column === name && spec.sortable !== false && !spec.input?.json && (spec.view === undefined || spec.view === 'time'))
+      .filter(([name, spec]) => spec.column === name && (spec.sortable === true || (spec.sortable !== false && !spec.input?.json && (spec.view === undefined || spec.view === 'time'))))
       .map(([name]) => name);
   }
 

@@ -97,7 +97,7 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   properties: { since: [1, 1], column: 'properties', input: jsonInput },
   // Below 1.2 Ironic shows `available` as null (the state had no name yet).
   provision_state: {
-    since: [1, 1], column: 'provision_state', reads: ['provision_state'],
+    since: [1, 1], column: 'provision_state', reads: ['provision_state'], sortable: true,
     view: (n, ctx) => (n.provision_state === 'available' && ctx.version !== undefined && ctx.version[0] === 1 && ctx.version[1] < 2 ? null : n.provision_state),
   },
   target_provision_state: { since: [1, 1], column: 'target_provision_state' },

@@ -357,7 +357,8 @@ describe.each(engines)('list filters and sort keys on %s', (engine) => {
       expect(Object.keys(list.nodes[0]!).sort()).toEqual(['instance_uuid', 'links', 'maintenance', 'name', 'power_state', 'provision_state', 'uuid']);
       expect(list.nodes.every((n) => n.provision_state === 'active')).toBe(true);
       expect((await get('/v1/nodes?fields=uuid&detail=true')).statusCode).toBe(400);
-      expect((await get('/v1/nodes?fields=uuid,resource_class', at('1.20'))).statusCode).toBe(400);
+      // A field of a later microversion: 406, as Ironic answers.
+      expect((await get('/v1/nodes?fields=uuid,resource_class', at('1.20'))).statusCode).toBe(406);
     });
   });
 
