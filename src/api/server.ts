@@ -32,13 +32,16 @@ import { driverRoutes } from './routes/drivers.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { nodeActionRoutes } from './routes/node-actions.js';
+import { nodeConsoleRaidRoutes } from './routes/node-console-raid.js';
 import { nodeRoutes } from './routes/nodes.js';
 import { nodeValidateRoutes } from './routes/node-validate.js';
 import { ConductorRouter } from './conductor-router.js';
 import type { LocalConductor } from './conductor-router.js';
 import { portRoutes } from './routes/ports.js';
+import { portgroupRoutes } from './routes/portgroups.js';
 import { ringRoutes } from './routes/ring.js';
 import { rootRoutes } from './routes/root.js';
+import { volumeRoutes } from './routes/volume.js';
 
 export interface ApiDeps {
   store: Store;
@@ -117,6 +120,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     nodeRoutes(api, { store, config, drivers, rings });
     const router = new ConductorRouter(config, rings, localConductor);
     nodeActionRoutes(api, { store, config, rings, router });
+    nodeConsoleRaidRoutes(api, { store, config, router });
     agentRoutes(api, { store, config, router, drivers });
     inspectionRuleRoutes(api, { store, config });
     nodeTraitRoutes(api, { store });
@@ -124,6 +128,8 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     driverRoutes(api, { store, config, drivers });
     portRoutes(api, { store, config });
     chassisRoutes(api, { store, config });
+    volumeRoutes(api, { store, config });
+    portgroupRoutes(api, { store, config });
     void api.register(computeServerRoutes, { config, logger, ...(compute ? { stores: compute } : {}) });
   });
   return app;

@@ -9,6 +9,7 @@ import { IronringError, asError } from '../common/errors.js';
 import { agentCommand } from './commands/agent.js';
 import { apiCommand } from './commands/api.js';
 import { chassisCommand } from './commands/chassis.js';
+import { portgroupCommand } from './commands/portgroup.js';
 import { computeCommand } from './commands/compute.js';
 import { conductorCommand } from './commands/conductor.js';
 import { configCommand } from './commands/config.js';
@@ -20,6 +21,7 @@ import { ringCommand } from './commands/ring.js';
 import { schedulerCommand } from './commands/scheduler.js';
 import { serverCommand } from './commands/server.js';
 import { upCommand } from './commands/up.js';
+import { volumeCommand } from './commands/volume.js';
 import { addGlobalOptions } from './context.js';
 
 export function buildProgram(): Command {
@@ -41,6 +43,8 @@ export function buildProgram(): Command {
   program.addCommand(nodeCommand());
   program.addCommand(portCommand());
   program.addCommand(chassisCommand());
+  program.addCommand(portgroupCommand());
+  program.addCommand(volumeCommand());
   program.addCommand(ramdiskCommand());
   program.addCommand(ringCommand());
   program.addCommand(computeCommand());

@@ -24,6 +24,7 @@ import { unknownChassisOfNode } from '../nodes/chassis-store.js';
 import { nodeColumns } from '../nodes/node-store.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { expectsAgent } from '../nodes/state-machine.js';
+import { protectionChanges, refuseIfProtected } from '../nodes/protection.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction } from '../nodes/states.js';
 import type { InspectorSettings } from './inspection.js';
@@ -32,6 +33,8 @@ import { failStrandedWork, resumeEvent, whyNotResume } from './stranded-work.js'
 import { endAgentSession, recordHeartbeat, registerAgentToken } from './agent-session.js';
 import type { AgentSessionDeps, HeartbeatRecord } from './agent-session.js';
 import { provision } from './provision-actions.js';
+import { getConsole, setConsoleMode, setTargetRaidConfig } from './console-raid.js';
+import type { ConsoleState } from './console-raid.js';
 import { drive, readPower } from './provision-steps.js';
 import { continueInspection, failWaitTimeout } from './waiting-work.js';
 
@@ -185,7 +188,9 @@ export class NodeOperations {
   /** Applies a JSON Patch; returns the updated node. */
   async update(uuid: string, ops: readonly PatchOperation[]): Promise<NodeRow> {
     return withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'update', retry: this.deps.retry }, async (task) => {
+      // Protection and maintenance have rules beyond their fields' (Ironic's conductor's).
       const changes = applyNodePatch(task.node, ops);
+      Object.assign(changes, protectionChanges(task.node, changes));
       const driver = changes.driver ?? task.node.driver;
       const requested: Record<string, string | null | undefined> = {};
       for (const [key, value] of Object.entries(task.node)) if (key.endsWith('_interface')) requested[key] = value as string | null;
@@ -218,6 +223,7 @@ export class NodeOperations {
     await withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'delete', retry: this.deps.retry }, async (task) => {
       const { node } = task;
       if (node.instance_uuid !== null) throw new Conflict(`node ${node.uuid} is associated with instance ${node.instance_uuid}; undeploy it first`);
+      refuseIfProtected(node);
       if (!DELETE_ALLOWED_STATES.includes(node.provision_state)) {
         throw new Conflict(`node ${node.uuid} cannot be deleted in provision state "${node.provision_state}"; allowed in: ${DELETE_ALLOWED_STATES.join(', ')}`);
       }
@@ -275,6 +281,21 @@ export class NodeOperations {
       const driverTask = await this.driverTask(task);
       return driverTask.driver.management.getBootDevice(driverTask);
     });
+  }
+
+  /** The node's console state and, while enabled, how to reach it (`console-raid.ts`). */
+  getConsole(uuid: string): Promise<ConsoleState> {
+    return getConsole(this.work, uuid);
+  }
+
+  /** Starts or stops the node's console; resolves once accepted (`console-raid.ts`). */
+  setConsoleMode(uuid: string, enabled: boolean): Promise<void> {
+    return setConsoleMode(this.work, uuid, enabled);
+  }
+
+  /** Stores the node's target RAID configuration, checked by its RAID interface (`console-raid.ts`). */
+  setTargetRaidConfig(uuid: string, config: Record<string, unknown>): Promise<void> {
+    return setTargetRaidConfig(this.work, uuid, config);
   }
 
   private agentSession(): AgentSessionDeps {

@@ -10,6 +10,7 @@ import { InvalidParameter } from '../common/errors.js';
 import { RESCUE_PASSWORD_KEY, validateCleanSteps } from '../drivers/index.js';
 import type { CleanStepRequest } from '../drivers/index.js';
 import { applyAction } from '../nodes/state-machine.js';
+import { refuseIfProtected } from '../nodes/protection.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
 import { withAgentSession } from './agent-session.js';
@@ -31,6 +32,8 @@ export async function provision(work: NodeWork, uuid: string, action: ProvisionA
   try {
     const status: ProvisionStatus = { state: task.node.provision_state as ProvisionState, target: task.node.target_provision_state as StableState | null };
     const next = applyAction(status, action);
+    // Ironic refuses these for a protected node (403) after the state check.
+    if (action === 'deleted' || action === 'undeploy' || action === 'rebuild') refuseIfProtected(task.node);
     // A clean starts afresh: what an earlier one left (a failed one's step index) must not be
     // taken for a clean coming back from `clean wait`.
     const internal = (await checkSupported(work, task, next.event, options.cleanSteps)) ?? (next.state === 'cleaning' ? withoutCleanBookkeeping(task.node.driver_internal_info) : undefined);

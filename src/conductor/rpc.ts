@@ -86,6 +86,22 @@ const ACTIONS: Readonly<Record<string, Handler>> = {
 
   'GET boot_device': (ops, uuid) => ops.getBootDevice(uuid),
 
+  'GET console': (ops, uuid) => ops.getConsole(uuid),
+
+  'POST console': async (ops, uuid, body) => {
+    const { enabled } = fields<{ enabled: unknown }>(body);
+    if (typeof enabled !== 'boolean') throw new InvalidParameter('enabled: expected true or false');
+    await ops.setConsoleMode(uuid, enabled);
+    return { ok: true };
+  },
+
+  'POST raid': async (ops, uuid, body) => {
+    const { target_raid_config: config } = fields<{ target_raid_config: unknown }>(body);
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new InvalidParameter('target_raid_config: expected a JSON object');
+    await ops.setTargetRaidConfig(uuid, config as Record<string, unknown>);
+    return { ok: true };
+  },
+
   // The agent's lookup and heartbeat: the API sends tokens as their digests (agent-session.ts).
   'POST agent_token': async (ops, uuid, body) => {
     const { token_hash: tokenHash } = fields<{ token_hash: unknown }>(body);

@@ -12,7 +12,7 @@ import type { Store } from './connect.js';
 
 export interface KeysetQuery {
   /** The table listed: its rows have an `id` and a `uuid`. */
-  table: 'ports' | 'chassis';
+  table: 'ports' | 'chassis' | 'portgroups' | 'volume_connectors' | 'volume_targets';
   /** A column of the table, checked by the caller against its sort keys. */
   sortKey: string;
   sortDir: 'asc' | 'desc';
@@ -20,7 +20,7 @@ export interface KeysetQuery {
   marker?: string;
   /** For a nullable sort key: the value NULL sorts as (one below every stored value). */
   nullAs?: string;
-  /** The resource's name in the 400 for a marker that names no row (`port`, `chassis`). */
+  /** The resource's name in the 400 for a marker that names no row (`port`, `chassis`, `portgroup`). */
   noun: string;
 }
 

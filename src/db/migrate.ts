@@ -17,6 +17,9 @@ import { baremetalNodeInventory } from './migrations/baremetal-0004-node-invento
 import { baremetalInspectionRules } from './migrations/baremetal-0005-inspection-rules.js';
 import { baremetalNodeTraits } from './migrations/baremetal-0006-node-traits.js';
 import { baremetalChassis } from './migrations/baremetal-0007-chassis.js';
+import { baremetalPortgroups } from './migrations/baremetal-0008-portgroups.js';
+import { baremetalVolume } from './migrations/baremetal-0009-volume.js';
+import { baremetalNodeRaidConsoleProtected } from './migrations/baremetal-0010-node-raid-console-protected.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 import { cellMappedHotUpdates } from './migrations/cell-0003-mapped-hot-updates.js';
@@ -40,6 +43,9 @@ function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migrati
         '0005_inspection_rules': baremetalInspectionRules(engine),
         '0006_node_traits': baremetalNodeTraits(engine),
         '0007_chassis': baremetalChassis(engine),
+        '0008_portgroups': baremetalPortgroups(engine),
+        '0009_volume': baremetalVolume(engine),
+        '0010_node_raid_console_protected': baremetalNodeRaidConsoleProtected(engine),
       };
     case 'api':
       return { '0001_initial': apiInitial(engine) };

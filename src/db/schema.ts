@@ -98,8 +98,19 @@ export interface NodesTable {
   management_interface: Nullable<string>;
   network_interface: Nullable<string>;
   power_interface: Nullable<string>;
+  raid_interface: Nullable<string>;
   rescue_interface: Nullable<string>;
   vendor_interface: Nullable<string>;
+  /** The RAID configuration the node has (Ironic's `raid_config`), `{}` when none is known. */
+  raid_config: JsonWithDefault;
+  /** The RAID configuration asked for (`PUT /v1/nodes/{n}/states/raid`), `{}` when none. */
+  target_raid_config: JsonWithDefault;
+  /** Whether the node's console is started (`PUT /v1/nodes/{n}/states/console`). */
+  console_enabled: Flag;
+  /** Ironic's `protected` (API 1.48): an active or rescued node that may not be undeployed, rebuilt or deleted. */
+  protected: Flag;
+  /** Why the node is protected; null unless it is. */
+  protected_reason: Nullable<string>;
   /**
    * SHA-256 (hex) of the node's agent token while it is in an agent state (src/agent/agent-token.ts):
    * never the token itself, and read by no view, RPC answer or log.
@@ -129,9 +140,63 @@ export interface PortsTable {
   /** MAC address, lower-case, colon-separated. */
   address: string;
   node_id: number;
+  /** Id of the port group the port belongs to (Ironic's `portgroup_uuid` in the API); null for none. */
+  portgroup_id: Nullable<number>;
   pxe_enabled: Flag;
   physical_network: Nullable<string>;
   local_link_connection: JsonWithDefault;
+  extra: JsonWithDefault;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+/**
+ * Ironic's port groups (`/v1/portgroups`): ports of one node bonded together. Name and address are
+ * unique where set; a group with ports cannot be deleted; a node's groups go with it.
+ */
+export interface PortgroupsTable {
+  id: Generated<number>;
+  uuid: string;
+  /** A logical name (as a node's), or null. */
+  name: Nullable<string>;
+  /** MAC address, lower-case, colon-separated; or null. */
+  address: Nullable<string>;
+  node_id: number;
+  /** The bonding mode (Ironic's default comes from `[DEFAULT] default_portgroup_mode`, active-backup). */
+  mode: Nullable<string>;
+  standalone_ports_supported: Flag;
+  extra: JsonWithDefault;
+  internal_info: JsonWithDefault;
+  properties: JsonWithDefault;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+/**
+ * Ironic's volume connectors (API 1.32): an initiator through which a node reaches remote storage;
+ * (type, connector_id) is unique across all nodes. They go with their node.
+ */
+export interface VolumeConnectorsTable {
+  id: Generated<number>;
+  uuid: string;
+  node_id: number;
+  /** One of Ironic's connector types (`iqn`, `ip`, `mac`, `wwnn`, `wwpn`, `port`, `portgroup`). */
+  type: string;
+  connector_id: string;
+  extra: JsonWithDefault;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+/** Ironic's volume targets (API 1.32): a volume a node boots from or attaches, one per boot index of a node. */
+export interface VolumeTargetsTable {
+  id: Generated<number>;
+  uuid: string;
+  node_id: Nullable<number>;
+  volume_type: string;
+  boot_index: number;
+  volume_id: string;
+  properties: JsonWithDefault;
   extra: JsonWithDefault;
   created_at: CreatedAt;
   updated_at: CreatedAt;
@@ -269,6 +334,9 @@ export interface Database {
   nodes: NodesTable;
   chassis: ChassisTable;
   ports: PortsTable;
+  volume_connectors: VolumeConnectorsTable;
+  volume_targets: VolumeTargetsTable;
+  portgroups: PortgroupsTable;
   node_history: NodeHistoryTable;
   node_inventory: NodeInventoryTable;
   inspection_rules: InspectionRulesTable;
@@ -301,10 +369,14 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
   conductor_hardware_interfaces: { default: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
   nodes: {
     driver_info: 'json', driver_internal_info: 'json', properties: 'json', instance_info: 'json', extra: 'json', traits: 'json',
+    raid_config: 'json', target_raid_config: 'json', console_enabled: 'flag', protected: 'flag',
     provision_updated_at: 'timestamp', maintenance: 'flag', created_at: 'timestamp', updated_at: 'timestamp',
   },
   chassis: { extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   ports: { pxe_enabled: 'flag', local_link_connection: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  volume_connectors: { extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  volume_targets: { properties: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  portgroups: { standalone_ports_supported: 'flag', extra: 'json', internal_info: 'json', properties: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   node_history: { created_at: 'timestamp' },
   node_inventory: { inventory_data: 'json', plugin_data: 'json', created_at: 'timestamp' },
   inspection_rules: { sensitive: 'flag', conditions: 'json', actions: 'json', created_at: 'timestamp', updated_at: 'timestamp' },

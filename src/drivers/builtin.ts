@@ -5,6 +5,10 @@
 import { BootEnvironmentUnavailable } from './errors.js';
 import type { ImplementationCatalog } from './hardware-type.js';
 import { FakeBoot } from './fake/fake-boot.js';
+import { FakeConsole } from './fake/fake-console.js';
+import { FakeRaid } from './fake/fake-raid.js';
+import { NoConsole } from './noop/no-console.js';
+import { NoRaid } from './noop/no-raid.js';
 import { FakeDeploy } from './fake/fake-deploy.js';
 import { AgentInspect } from './direct/agent-inspect.js';
 import { AgentRescue } from './direct/agent-rescue.js';
@@ -81,6 +85,7 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
     hardwareTypes: [FAKE_HARDWARE, IPMI_HARDWARE],
     implementations: {
       boot,
+      console: { 'no-console': new NoConsole(), fake: new FakeConsole(fake) },
       deploy: {
         fake: new FakeDeploy(fake),
         ramdisk: new RamdiskDeploy(),
@@ -106,6 +111,7 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
       },
       management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },
       power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },
+      raid: { 'no-raid': new NoRaid(), fake: new FakeRaid() },
       rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(fake), agent: new AgentRescue({ apiUrl: () => options.agentApiUrl ?? null, client: new AgentClient(options.agentClient) }) },
     },
     enabledHardwareTypes: options.enabledHardwareTypes,

@@ -4,10 +4,12 @@
  * the default) and the registry composes them into a `NodeDriver`.
  */
 import type { BootInterface } from './boot.js';
+import type { ConsoleInterface } from './console.js';
 import type { DeployInterface } from './deploy.js';
 import type { InspectInterface } from './inspect.js';
 import type { ManagementInterface } from './management.js';
 import type { PowerInterface } from './power.js';
+import type { RaidInterface } from './raid.js';
 import type { RescueInterface } from './rescue.js';
 
 /**
@@ -16,11 +18,11 @@ import type { RescueInterface } from './rescue.js';
  * interface is one of Ironic's `no-*` implementations (`no-inspect`, `no-rescue`) is refused, never
  * pretended.
  */
-export const INTERFACE_TYPES = ['boot', 'console', 'deploy', 'inspect', 'management', 'network', 'power', 'rescue', 'vendor'] as const;
+export const INTERFACE_TYPES = ['boot', 'console', 'deploy', 'inspect', 'management', 'network', 'power', 'raid', 'rescue', 'vendor'] as const;
 export type InterfaceType = (typeof INTERFACE_TYPES)[number];
 
 /** Interface types whose implementations are code the conductor calls. */
-export const IMPLEMENTED_INTERFACE_TYPES = ['boot', 'deploy', 'inspect', 'management', 'power', 'rescue'] as const;
+export const IMPLEMENTED_INTERFACE_TYPES = ['boot', 'console', 'deploy', 'inspect', 'management', 'power', 'raid', 'rescue'] as const;
 export type ImplementedInterfaceType = (typeof IMPLEMENTED_INTERFACE_TYPES)[number];
 
 /** The node field naming an interface type's implementation, e.g. `boot_interface`. */
@@ -34,10 +36,12 @@ export function interfaceField(type: InterfaceType): InterfaceField {
 /** The code behind each implemented interface type. */
 export interface InterfaceImplementationTypes {
   boot: BootInterface;
+  console: ConsoleInterface;
   deploy: DeployInterface;
   inspect: InspectInterface;
   management: ManagementInterface;
   power: PowerInterface;
+  raid: RaidInterface;
   rescue: RescueInterface;
 }
 

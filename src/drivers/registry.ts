@@ -142,10 +142,12 @@ export class DriverRegistry {
       hardwareType: driver,
       names: Object.fromEntries(INTERFACE_TYPES.map((t) => [t, names[interfaceField(t)]])) as NodeDriver['names'],
       boot: pick('boot'),
+      console: pick('console'),
       deploy: pick('deploy'),
       inspect: pick('inspect'),
       management: pick('management'),
       power: pick('power'),
+      raid: pick('raid'),
       rescue: pick('rescue'),
     };
   }

@@ -10,6 +10,7 @@ import { isDiscoveryUuid } from '../boot/discovery.js';
 import { UUID_PATTERN, UUID_SCHEMA_PATTERN } from '../common/uuid.js';
 import type { NodeRow } from '../db/schema.js';
 import { FieldTable } from './field-table.js';
+import { booleanSpelling } from './port-fields.js';
 import type { FieldInput, FieldSpec } from './field-table.js';
 
 /** Node names: RFC 3986 unreserved characters, as Ironic's "logical names" (and never a UUID). */
@@ -38,6 +39,9 @@ const jsonInput: FieldInput = { schema: Type.Record(Type.String(), Type.Unknown(
 
 /** A `*_interface` field: a name the node's hardware type offers (checked against the driver registry). */
 const interfaceInput: FieldInput = { schema: Type.Union([Type.String(), Type.Null()]), expected: 'expected an interface name or null', create: true, patch: true };
+
+/** A flag a client sets by PATCH: true or false (or a spelling of one); null or `remove` means false, as Ironic's. */
+const flagInput: FieldInput = { schema: Type.Union([Type.Boolean(), Type.Null()]), expected: 'expected true or false', coerce: booleanSpelling, normalize: (v) => v === true, removed: false, patch: true };
 
 /** A field ironring does not model yet, shown with the value Ironic shows for it (a fresh one each time). */
 const fixed = (since: readonly [number, number], make: () => unknown): NodeField => ({ since, view: () => make(), reads: [] });
@@ -104,19 +108,22 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   provision_updated_at: { since: [1, 1], column: 'provision_updated_at', view: 'time' },
   power_state: { since: [1, 1], column: 'power_state' },
   target_power_state: { since: [1, 1], column: 'target_power_state' },
-  maintenance: { since: [1, 1], column: 'maintenance' },
-  maintenance_reason: { since: [1, 1], column: 'maintenance_reason' },
+  // Settable by PATCH as in Ironic (the conductor clears the reason when maintenance ends).
+  maintenance: { since: [1, 1], column: 'maintenance', input: flagInput },
+  maintenance_reason: { since: [1, 1], column: 'maintenance_reason', input: { schema: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]), expected: 'expected a string of at most 4096 characters or null', patch: true } },
   last_error: { since: [1, 1], column: 'last_error' },
   reservation: { since: [1, 1], column: 'reservation' },
-  console_enabled: fixed([1, 1], () => false),
+  // Changed through /v1/nodes/{node}/states/console only, as Ironic's.
+  console_enabled: { since: [1, 1], column: 'console_enabled' },
   created_at: { since: [1, 1], column: 'created_at', view: 'time' },
   updated_at: { since: [1, 1], column: 'updated_at', view: 'time' },
   inspection_started_at: fixed([1, 6], () => null),
   inspection_finished_at: fixed([1, 6], () => null),
   // The step a clean is running now ({} otherwise), which the conductor keeps in driver_internal_info.
   clean_step: { since: [1, 7], view: (n) => stepOf(n.driver_internal_info, 'clean_step'), reads: ['driver_internal_info'] },
-  raid_config: fixed([1, 12], () => ({})),
-  target_raid_config: fixed([1, 12], () => ({})),
+  // target_raid_config changes through /v1/nodes/{node}/states/raid only; raid_config is what a RAID step built.
+  raid_config: { since: [1, 12], column: 'raid_config', sortable: false },
+  target_raid_config: { since: [1, 12], column: 'target_raid_config', sortable: false },
   network_interface: { since: [1, 20], column: 'network_interface', input: interfaceInput },
   resource_class: {
     since: [1, 21], column: 'resource_class',
@@ -128,6 +135,7 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   inspect_interface: { since: [1, 31], column: 'inspect_interface', input: interfaceInput },
   management_interface: { since: [1, 31], column: 'management_interface', input: interfaceInput },
   power_interface: { since: [1, 31], column: 'power_interface', input: interfaceInput },
+  raid_interface: { since: [1, 31], column: 'raid_interface', input: interfaceInput },
   vendor_interface: { since: [1, 31], column: 'vendor_interface', input: interfaceInput },
   rescue_interface: { since: [1, 38], column: 'rescue_interface', input: interfaceInput },
   fault: fixed([1, 42], () => null),
@@ -145,8 +153,13 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   },
   // Changed through /v1/nodes/{node}/traits only, as Ironic's.
   traits: { since: [1, 37], column: 'traits', sortable: false },
-  protected: fixed([1, 48], () => false),
-  protected_reason: fixed([1, 48], () => null),
+  // Only an active or rescued node may be protected; the conductor checks that and clears the
+  // reason when protection ends (conductor/node-protection.ts).
+  protected: { since: [1, 48], column: 'protected', input: flagInput },
+  protected_reason: {
+    since: [1, 48], column: 'protected_reason',
+    input: { schema: Type.Union([Type.String({ maxLength: 255 }), Type.Null()]), expected: 'expected a string of at most 255 characters or null', patch: true },
+  },
   conductor: { since: [1, 49], view: (n, ctx) => ctx.conductorOf(n), reads: ['uuid', 'conductor_group'] },
   // ironring extensions: where the ring places the node and which conductor's boot files are current.
   conductor_replicas: { since: [1, 49], view: (n, ctx) => ctx.replicasOf?.(n) ?? [], reads: ['uuid', 'conductor_group'] },

@@ -24,7 +24,7 @@ function checkLocalLinkEntry(where: string, key: string, value: unknown): void {
 }
 
 /** The stock client sends `--pxe-enabled false` as the string "false"; Ironic's boolean type takes both. */
-function booleanSpelling(value: unknown): unknown {
+export function booleanSpelling(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   const v = value.toLowerCase();
   if (['true', '1', 'yes', 'on', 'y', 't'].includes(v)) return true;
@@ -41,8 +41,16 @@ const PORT_FIELD_ROWS: Readonly<Record<string, FieldSpec<PortRow, unknown>>> = {
   },
   // Any MAC spelling; the port store checks and normalises it (aa:bb:cc:dd:ee:ff).
   address: { since: [1, 1], column: 'address', input: { schema: Type.String(), expected: 'expected a MAC address', create: { required: "required, the port's MAC address" }, patch: true } },
-  // A node's uuid or name on create; the view shows the uuid.
-  node_uuid: { since: [1, 1], column: 'node_uuid', input: { schema: Type.String(), expected: "required, the uuid of the port's node", create: { required: "required, the uuid of the port's node" } } },
+  // The node's uuid only (never its name), as Ironic's `args.uuid`.
+  node_uuid: {
+    since: [1, 1], column: 'node_uuid',
+    input: {
+      schema: Type.String({ pattern: UUID_SCHEMA_PATTERN }),
+      expected: (v) => `expected the UUID of a node, got ${JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v)}`,
+      create: { required: "required, the uuid of the port's node" },
+      normalize: (v) => (v as string).toLowerCase(),
+    },
+  },
   extra: { since: [1, 1], column: 'extra', input: { schema: jsonObject, expected: 'expected a JSON object', create: true, patch: true, json: true } },
   created_at: { since: [1, 1], column: 'created_at', view: 'time' },
   updated_at: { since: [1, 1], column: 'updated_at', view: 'time' },
@@ -56,8 +64,18 @@ const PORT_FIELD_ROWS: Readonly<Record<string, FieldSpec<PortRow, unknown>>> = {
     since: [1, 19], column: 'pxe_enabled',
     input: { schema: Type.Boolean(), expected: 'expected true or false', coerce: booleanSpelling, create: true, patch: true },
   },
-  // ironring has no port groups.
-  portgroup_uuid: { since: [1, 24], view: () => null, reads: [] },
+  // The port group (of the same node) the port belongs to, by uuid; null for none.
+  portgroup_uuid: {
+    since: [1, 24], column: 'portgroup_uuid',
+    input: {
+      schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
+      expected: (v) => `expected the UUID of a port group or null, got ${JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v)}`,
+      create: true, patch: true,
+      normalize: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
+    },
+    // A join, not a column of ports: lists are sorted by it nowhere, as in Ironic.
+    sortable: false,
+  },
   physical_network: {
     since: [1, 34], column: 'physical_network',
     input: { schema: Type.Union([Type.String({ maxLength: 64 }), Type.Null()]), expected: 'expected a string of at most 64 characters', create: true, patch: true },

@@ -1,19 +1,25 @@
 /**
  * Reading and writing ports (a node's NICs): MAC addresses are normalised to lower-case
- * colon-separated form and unique across all nodes.
+ * colon-separated form and unique across all nodes. A port is found by uuid only, as Ironic's;
+ * it may belong to a port group of its node (`portgroup_id`), whose ports share one physical network.
  */
 import { randomUUID } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import { InvalidParameter, NotFound } from '../common/errors.js';
+import { Conflict, InvalidParameter, NotFound } from '../common/errors.js';
 import type { Store } from '../db/connect.js';
 import { keysetPage } from '../db/keyset.js';
 import type { PortsTable } from '../db/schema.js';
-import { UUID_PATTERN } from '../common/uuid.js';
 import { uniqueViolation } from './node-store.js';
 
-export type PortRow = Selectable<PortsTable> & { node_uuid: string };
+/** A port as the views read it: its row, its node's uuid and its group's uuid (null for none). */
+export type PortRow = Selectable<PortsTable> & { node_uuid: string; portgroup_uuid: string | null };
 
 const MAC_PATTERN = /^([0-9a-f]{2})[:-]?([0-9a-f]{2})[:-]?([0-9a-f]{2})[:-]?([0-9a-f]{2})[:-]?([0-9a-f]{2})[:-]?([0-9a-f]{2})$/i;
+
+/** True for a MAC address in any spelling `normalizeMac` takes. */
+export function isMacAddress(value: unknown): boolean {
+  return typeof value === 'string' && MAC_PATTERN.test(value.trim());
+}
 
 /** `AA-BB-CC-DD-EE-FF`, `aabbccddeeff`, … → `aa:bb:cc:dd:ee:ff`; a 400 naming the value otherwise. */
 export function normalizeMac(value: unknown): string {
@@ -23,7 +29,12 @@ export function normalizeMac(value: unknown): string {
 }
 
 function portQuery(store: Store) {
-  return store.db.selectFrom('ports').innerJoin('nodes', 'nodes.id', 'ports.node_id').selectAll('ports').select('nodes.uuid as node_uuid');
+  return store.db
+    .selectFrom('ports')
+    .innerJoin('nodes', 'nodes.id', 'ports.node_id')
+    .leftJoin('portgroups', 'portgroups.id', 'ports.portgroup_id')
+    .selectAll('ports')
+    .select(['nodes.uuid as node_uuid', 'portgroups.uuid as portgroup_uuid']);
 }
 
 /** Columns a port list may be sorted by (JSON columns cannot be, as in Ironic). */
@@ -35,6 +46,8 @@ export interface PortListQuery {
   /** Uuid of the last port of the previous page. */
   marker?: string;
   nodeId?: number;
+  /** Row id of a port group: its ports only. */
+  portgroupId?: number;
   address?: string;
   /** `id` (creation order) when absent. */
   sortKey?: PortSortKey;
@@ -45,6 +58,7 @@ export interface PortListQuery {
 export async function listPorts(store: Store, query: PortListQuery): Promise<PortRow[]> {
   let q = portQuery(store);
   if (query.nodeId !== undefined) q = q.where('ports.node_id', '=', query.nodeId);
+  if (query.portgroupId !== undefined) q = q.where('ports.portgroup_id', '=', query.portgroupId);
   if (query.address !== undefined) q = q.where('ports.address', '=', normalizeMac(query.address));
   const sortKey = query.sortKey ?? 'id';
   const page = await keysetPage(store, {
@@ -60,18 +74,32 @@ export async function listPorts(store: Store, query: PortListQuery): Promise<Por
   return q.orderBy(page.sortExpr, query.sortDir).orderBy('ports.id', query.sortDir).limit(query.limit).execute();
 }
 
-/** The port with this uuid or MAC address; `NotFound` otherwise. */
-export async function getPort(store: Store, ident: string): Promise<PortRow> {
-  const q = UUID_PATTERN.test(ident) ? portQuery(store).where('ports.uuid', '=', ident.toLowerCase()) : portQuery(store).where('ports.address', '=', normalizeMac(ident));
-  const row = await q.executeTakeFirst();
-  if (!row) throw new NotFound(`port ${ident} could not be found`);
+/** The port with this uuid; `NotFound` otherwise. (Ironic finds ports by uuid only: a MAC is `?address=`.) */
+export async function getPort(store: Store, uuid: string): Promise<PortRow> {
+  const row = await portQuery(store).where('ports.uuid', '=', uuid.toLowerCase()).executeTakeFirst();
+  if (!row) throw new NotFound(`port ${uuid} could not be found`);
   return row;
+}
+
+/**
+ * Ironic's rule for a port group's ports: one physical network (which may be none) for all. 409
+ * when a port with `physicalNetwork` joining, or staying in, group `portgroupId` would break it;
+ * `except` is the port itself on an update.
+ */
+export async function checkGroupPhysnet(store: Store, portgroupId: number, portgroupUuid: string, physicalNetwork: string | null, except?: string): Promise<void> {
+  let q = store.db.selectFrom('ports').select('physical_network').distinct().where('portgroup_id', '=', portgroupId);
+  if (except !== undefined) q = q.where('uuid', '!=', except);
+  const nets = (await q.execute()).map((r) => r.physical_network);
+  if (nets.length === 0 || nets.includes(physicalNetwork)) return;
+  throw new Conflict(`port with physical network ${String(physicalNetwork)} cannot become a member of port group ${portgroupUuid} which has ports in physical network ${nets.map(String).join(', ')}`);
 }
 
 export interface NewPort {
   uuid?: string;
   address: string;
   nodeId: number;
+  /** Row id of the port's group (checked by the caller to be on the same node). */
+  portgroupId?: number | null;
   pxeEnabled?: boolean;
   physicalNetwork?: string | null;
   localLinkConnection?: Record<string, unknown>;
@@ -87,6 +115,7 @@ export async function createPort(store: Store, port: NewPort): Promise<PortRow> 
         uuid,
         address: normalizeMac(port.address),
         node_id: port.nodeId,
+        portgroup_id: port.portgroupId ?? null,
         pxe_enabled: port.pxeEnabled ?? true,
         physical_network: port.physicalNetwork ?? null,
         local_link_connection: JSON.stringify(port.localLinkConnection ?? {}),
@@ -109,10 +138,11 @@ export async function deletePort(store: Store, uuid: string): Promise<void> {
   if (Number(res.numDeletedRows) === 0) throw new NotFound(`port ${uuid} could not be found`);
 }
 
-
 /** The port fields a patch may change. */
 export interface PortChanges {
   address?: string;
+  /** Row id of the group to join; null leaves any group. */
+  portgroupId?: number | null;
   pxeEnabled?: boolean;
   physicalNetwork?: string | null;
   extra?: Record<string, unknown>;
@@ -123,6 +153,7 @@ export interface PortChanges {
 export async function updatePort(store: Store, uuid: string, changes: PortChanges): Promise<PortRow> {
   const set: Record<string, unknown> = { updated_at: store.sqlNow() };
   if (changes.address !== undefined) set.address = normalizeMac(changes.address);
+  if (changes.portgroupId !== undefined) set.portgroup_id = changes.portgroupId;
   if (changes.pxeEnabled !== undefined) set.pxe_enabled = changes.pxeEnabled;
   if (changes.physicalNetwork !== undefined) set.physical_network = changes.physicalNetwork;
   if (changes.extra !== undefined) set.extra = JSON.stringify(changes.extra);

@@ -76,10 +76,13 @@ const patchBody = fc.oneof(
   { weight: 1, arbitrary: anyJson },
 );
 const mac = fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 6, maxLength: 6 }).map((b) => b.map((x) => x.toString(16).padStart(2, '0')).join(':'));
+/** The fuzzed nodes' and port's uuids: ports name their node, and are addressed, by uuid only (as Ironic's). */
+const NODE_UUIDS = ['f0220000-0000-4000-8000-000000000000', 'f0220000-0000-4000-8000-000000000001', 'f0220000-0000-4000-8000-000000000002'];
+const PORT_UUID = 'f0220000-0000-4000-8000-0000000000a1';
 const portBody = fc.oneof(
-  objectOf(['node_uuid', 'address', 'extra', 'local_link_connection', 'pxe_enabled', 'physical_network', 'uuid']).map((b) => b.replace(/"node_uuid":[^,}]*/, '"node_uuid":"fuzz-0"')),
+  objectOf(['node_uuid', 'address', 'extra', 'local_link_connection', 'pxe_enabled', 'physical_network', 'uuid']).map((b) => b.replace(/"node_uuid":[^,}]*/, `"node_uuid":"${NODE_UUIDS[0]}"`)),
   fc.tuple(mac, fc.option(anyJson, { nil: undefined }), fc.option(objectOf(['switch_id', 'port_id', 'switch_info', 'network_type']), { nil: undefined })).map(
-    ([address, extra, llc]) => `{"node_uuid":"fuzz-1","address":"${address}"${extra !== undefined ? `,"extra":${extra}` : ''}${llc !== undefined ? `,"local_link_connection":${llc}` : ''}}`,
+    ([address, extra, llc]) => `{"node_uuid":"${NODE_UUIDS[1]}","address":"${address}"${extra !== undefined ? `,"extra":${extra}` : ''}${llc !== undefined ? `,"local_link_connection":${llc}` : ''}}`,
   ),
 );
 const query = fc
@@ -98,11 +101,11 @@ interface Request {
 }
 
 const requests: fc.Arbitrary<Request> = fc.oneof(
-  fc.record({ method: fc.constant('GET' as const), url: fc.tuple(fc.constantFrom('/v1/nodes', '/v1/nodes/detail', '/v1/ports', '/v1/ports/detail', '/v1/drivers', '/v1/conductors', '/v1/ring', '/v1/nodes/fuzz-0', '/v1/nodes/fuzz-1/ports', '/v1/ports/52:54:00:00:00:01', '/v1', '/healthz'), query).map(([u, q]) => u + q), version, contentType }),
+  fc.record({ method: fc.constant('GET' as const), url: fc.tuple(fc.constantFrom('/v1/nodes', '/v1/nodes/detail', '/v1/ports', '/v1/ports/detail', '/v1/drivers', '/v1/conductors', '/v1/ring', '/v1/nodes/fuzz-0', '/v1/nodes/fuzz-1/ports', `/v1/ports/${PORT_UUID}`, '/v1/ports/52:54:00:00:00:01', '/v1', '/healthz'), query).map(([u, q]) => u + q), version, contentType }),
   fc.record({ method: fc.constant('POST' as const), url: fc.constant('/v1/nodes'), body: nodeBody, version, contentType }),
   fc.record({ method: fc.constant('PATCH' as const), url: ident.map((i) => `/v1/nodes/${i}`), body: patchBody, version, contentType }),
   fc.record({ method: fc.constant('POST' as const), url: fc.constant('/v1/ports'), body: portBody, version, contentType }),
-  fc.record({ method: fc.constant('PATCH' as const), url: fc.constant('/v1/ports/52:54:00:00:00:01'), body: patchBody, version, contentType }),
+  fc.record({ method: fc.constant('PATCH' as const), url: fc.constant(`/v1/ports/${PORT_UUID}`), body: patchBody, version, contentType }),
   fc.record({
     method: fc.constant('PUT' as const),
     url: ident.map((i) => `/v1/nodes/${i}/states/provision`),
@@ -171,10 +174,10 @@ describe.each(engines)('API fuzz on %s', (engine) => {
     await conductor.start();
     app = buildApi({ store, config, logger });
     for (let i = 0; i < 3; i++) {
-      const res = await app.inject({ method: 'POST', url: '/v1/nodes', headers: { 'x-openstack-ironic-api-version': 'latest' }, payload: { name: `fuzz-${i}`, driver: 'fake-hardware', driver_info: { ipmi_password: 'p', list: [{ password: 'q' }] } } });
+      const res = await app.inject({ method: 'POST', url: '/v1/nodes', headers: { 'x-openstack-ironic-api-version': 'latest' }, payload: { name: `fuzz-${i}`, uuid: NODE_UUIDS[i], driver: 'fake-hardware', driver_info: { ipmi_password: 'p', list: [{ password: 'q' }] } } });
       expect(res.statusCode, res.body).toBe(201);
     }
-    const port = await app.inject({ method: 'POST', url: '/v1/ports', headers: { 'x-openstack-ironic-api-version': 'latest' }, payload: { node_uuid: 'fuzz-0', address: '52:54:00:00:00:01' } });
+    const port = await app.inject({ method: 'POST', url: '/v1/ports', headers: { 'x-openstack-ironic-api-version': 'latest' }, payload: { node_uuid: NODE_UUIDS[0], uuid: PORT_UUID, address: '52:54:00:00:00:01' } });
     expect(port.statusCode, port.body).toBe(201);
   });
   afterAll(async () => {

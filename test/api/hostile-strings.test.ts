@@ -42,6 +42,8 @@ describe.each(engines)('strings a database cannot store, on %s', (engine) => {
   it('refuses NUL and lone surrogates in bodies, keys, query values and path segments, and values longer than their columns, with 400 naming them', async () => {
     const created = await app.inject({ method: 'POST', url: '/v1/nodes', headers: HEADERS, payload: JSON.stringify({ driver: 'fake-hardware', name: 'ok-1' }) });
     expect(created.statusCode, created.body).toBe(201);
+    // A port names its node by uuid, as Ironic's.
+    const okUuid = (created.json() as { uuid: string }).uuid;
     const before = await rows();
     // Raw JSON text: the escapes must reach the server as written.
     const bodies: Array<[string, string, string]> = [
@@ -51,7 +53,7 @@ describe.each(engines)('strings a database cannot store, on %s', (engine) => {
       ['POST', '/v1/nodes', '{"driver":"fake-hardware","driver_info":{"list":["x","\\udc00y"]}}'],
       ['PATCH', '/v1/nodes/ok-1', '[{"op":"add","path":"/extra/k","value":"\\u0000"}]'],
       ['PATCH', '/v1/nodes/ok-1', '[{"op":"add","path":"/extra/k\\u0000","value":"v"}]'],
-      ['POST', '/v1/ports', '{"node_uuid":"ok-1","address":"52:54:00:00:00:01","extra":{"a":"\\ud83d"}}'],
+      ['POST', '/v1/ports', `{"node_uuid":"${okUuid}","address":"52:54:00:00:00:01","extra":{"a":"\\ud83d"}}`],
       ['POST', '/compute/v1/servers', '{"name":"x\\u0000","resource_class":"rc","image":{}}'],
     ];
     const expected = [
@@ -88,7 +90,7 @@ describe.each(engines)('strings a database cannot store, on %s', (engine) => {
       ['POST', '/v1/nodes', JSON.stringify({ driver: 'fake-hardware', conductor_group: 'g'.repeat(256) }), 'conductor_group: '],
       ['PATCH', '/v1/nodes/ok-1', JSON.stringify([{ op: 'add', path: '/conductor_group', value: 'g'.repeat(256) }]), '/conductor_group: '],
       ['PATCH', '/v1/nodes/ok-1', JSON.stringify([{ op: 'add', path: '/resource_class', value: 'r'.repeat(81) }]), '/resource_class: expected a string of at most 80 characters'],
-      ['POST', '/v1/ports', JSON.stringify({ node_uuid: 'ok-1', address: '52:54:00:00:00:02', physical_network: 'p'.repeat(65) }), 'physical_network: expected a string of at most 64 characters'],
+      ['POST', '/v1/ports', JSON.stringify({ node_uuid: okUuid, address: '52:54:00:00:00:02', physical_network: 'p'.repeat(65) }), 'physical_network: expected a string of at most 64 characters'],
     ];
     for (const [method, url, payload, message] of long) {
       const res = await app.inject({ method: method as 'POST', url, headers: HEADERS, payload });

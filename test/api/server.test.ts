@@ -67,7 +67,7 @@ describe('version discovery', () => {
     expect(resources(old.body)).toEqual(['chassis', 'nodes', 'ports', 'drivers']);
     expect(old.json().nodes).toEqual([{ href: 'http://bm.example:6385/v1/nodes/', rel: 'self' }, { href: 'http://bm.example:6385/nodes/', rel: 'bookmark' }]);
     const latest = await app.inject({ method: 'GET', url: '/v1', headers: { 'x-openstack-ironic-api-version': 'latest' } });
-    expect(resources(latest.body)).toEqual(['chassis', 'nodes', 'ports', 'drivers', 'lookup', 'heartbeat', 'conductors']);
+    expect(resources(latest.body)).toEqual(['chassis', 'nodes', 'ports', 'drivers', 'lookup', 'heartbeat', 'volume', 'portgroups', 'conductors']);
   });
 
   it('negotiates latest, and refuses versions out of range (406) or malformed (400)', async () => {

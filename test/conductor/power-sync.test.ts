@@ -31,6 +31,10 @@ import { FakeRescue } from '../../src/drivers/fake/fake-rescue.js';
 import { FakeHardwareState } from '../../src/drivers/fake/fake-state.js';
 import { NoInspect } from '../../src/drivers/noop/no-inspect.js';
 import { NoRescue } from '../../src/drivers/noop/no-rescue.js';
+import { NoConsole } from '../../src/drivers/noop/no-console.js';
+import { NoRaid } from '../../src/drivers/noop/no-raid.js';
+import { FakeConsole } from '../../src/drivers/fake/fake-console.js';
+import { FakeRaid } from '../../src/drivers/fake/fake-raid.js';
 import type { PowerState } from '../../src/drivers/power.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import type { DriverTask } from '../../src/drivers/task.js';
@@ -87,10 +91,12 @@ function registryWith(power: FakePower, state: FakeHardwareState): DriverRegistr
     hardwareTypes: [FAKE_HARDWARE],
     implementations: {
       boot: { fake: new FakeBoot(state) },
+      console: { 'no-console': new NoConsole(), fake: new FakeConsole(state) },
       deploy: { fake: new FakeDeploy(state) },
       inspect: { 'no-inspect': new NoInspect(), fake: new FakeInspect(state) },
       management: { fake: new FakeManagement(state) },
       power: { fake: power },
+      raid: { 'no-raid': new NoRaid(), fake: new FakeRaid() },
       rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(state) },
     },
     enabledInterfaces: { boot: ['fake'], deploy: ['fake'], inspect: ['no-inspect', 'fake'], rescue: ['no-rescue', 'fake'] },

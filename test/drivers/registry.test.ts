@@ -30,6 +30,7 @@ describe('driver registry', () => {
       management_interface: 'ipmitool',
       network_interface: 'noop',
       power_interface: 'ipmitool',
+      raid_interface: 'no-raid',
       rescue_interface: 'no-rescue',
       vendor_interface: 'no-vendor',
     });

@@ -195,10 +195,11 @@ describe('hostile input against ironring up', () => {
     expect(fault(port.text)).toBe('local_link_connection.colour: unknown local_link_connection key "colour"; valid keys: switch_id, port_id, switch_info, network_type');
     const ok = await call('POST', '/v1/ports', { node_uuid: node.uuid, address: '52:54:00:12:34:56', local_link_connection: { switch_id: '0a:1b:2c:3d:4e:5f', port_id: 'Eth1/1' } });
     expect(ok.status, ok.text).toBe(201);
-    const patch = await call('PATCH', '/v1/ports/52:54:00:12:34:56', [{ op: 'add', path: '/local_link_connection/colour', value: 'red' }]);
+    const portUuid = (JSON.parse(ok.text) as { uuid: string }).uuid;
+    const patch = await call('PATCH', `/v1/ports/${portUuid}`, [{ op: 'add', path: '/local_link_connection/colour', value: 'red' }]);
     expect(patch.status).toBe(400);
     expect(fault(patch.text)).toMatch(/^\/local_link_connection\/colour: unknown local_link_connection key "colour"/);
-    expect(JSON.parse((await call('GET', '/v1/ports/52:54:00:12:34:56')).text)).toMatchObject({ local_link_connection: { switch_id: '0a:1b:2c:3d:4e:5f', port_id: 'Eth1/1' } });
+    expect(JSON.parse((await call('GET', `/v1/ports/${portUuid}`)).text)).toMatchObject({ local_link_connection: { switch_id: '0a:1b:2c:3d:4e:5f', port_id: 'Eth1/1' } });
   });
 
   it('lists the allowed actions in the names of the request\'s microversion', async () => {

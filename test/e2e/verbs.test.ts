@@ -235,7 +235,7 @@ describe.skipIf(!available)('verbs through `ironring up`, ipmitool and a BMC sim
   }, 60_000);
 
   it('lets the fake interfaces succeed, and refuses no-inspect and no-rescue on fake-hardware too', async () => {
-    expect((await req('POST', '/v1/nodes', { name: 'plain-fake', driver: 'fake-hardware' })).status).toBe(201);
+    expect((await req('POST', '/v1/nodes', { name: 'plain-fake', driver: 'fake-hardware', inspect_interface: 'no-inspect', rescue_interface: 'no-rescue' })).status).toBe(201);
     expect((await act('plain-fake', { target: 'manage' })).status).toBe(202);
     await settle('plain-fake', 'manageable');
     const refused = await act('plain-fake', { target: 'inspect' });
@@ -243,7 +243,8 @@ describe.skipIf(!available)('verbs through `ironring up`, ipmitool and a BMC sim
     expect(fault(refused.text)).toContain('Driver fake-hardware does not support inspect');
     expect((await node('plain-fake')).provision_state).toBe('manageable');
 
-    expect((await req('POST', '/v1/nodes', { name: 'all-fake', driver: 'fake-hardware', inspect_interface: 'fake', rescue_interface: 'fake' })).status).toBe(201);
+    // The defaults of fake-hardware are the fake interfaces, as Ironic's.
+    expect((await req('POST', '/v1/nodes', { name: 'all-fake', driver: 'fake-hardware' })).status).toBe(201);
     expect((await act('all-fake', { target: 'manage' })).status).toBe(202);
     await settle('all-fake', 'manageable');
     expect((await act('all-fake', { target: 'inspect' })).status).toBe(202);

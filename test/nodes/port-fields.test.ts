@@ -11,7 +11,7 @@ const LATEST: V = [1, 49];
 const UUID = 'a3b1c2d4-0000-4000-8000-00000000abcd';
 
 const row: PortRow = {
-  id: 1, uuid: UUID, address: '52:54:00:aa:bb:01', node_id: 9, node_uuid: 'n-uuid', pxe_enabled: true, physical_network: null,
+  id: 1, uuid: UUID, address: '52:54:00:aa:bb:01', node_id: 9, node_uuid: 'n-uuid', portgroup_id: null, portgroup_uuid: null, pxe_enabled: true, physical_network: null,
   local_link_connection: { switch_id: 'aa:bb:cc:dd:ee:ff', port_id: 'Eth1/1' }, extra: { rack: 3 },
   created_at: new Date('2026-01-01T00:00:00.000Z'), updated_at: new Date('2026-01-01T00:00:02.000Z'),
 };
@@ -28,7 +28,8 @@ interface Contract {
 const CONTRACT: Record<string, Contract> = {
   uuid: { since: [1, 1], view: UUID, create: true, good: [UUID, UUID], bad: ['x', /^uuid: expected a UUID/] },
   address: { since: [1, 1], view: '52:54:00:aa:bb:01', create: true, patch: true, good: ['52-54-00-AA-BB-02', '52-54-00-AA-BB-02'], bad: [5, /expected a MAC address/] },
-  node_uuid: { since: [1, 1], view: 'n-uuid', create: true, good: ['node-1', 'node-1'], bad: [5, /required, the uuid of the port's node/] },
+  // A uuid only, as Ironic's (a node name is refused).
+  node_uuid: { since: [1, 1], view: 'n-uuid', create: true, good: [UUID.toUpperCase(), UUID], bad: ['node-1', /^node_uuid: expected the UUID of a node, got "node-1"/] },
   extra: { since: [1, 1], view: { rack: 3 }, create: true, patch: true, good: [{ a: 1 }, { a: 1 }], bad: ['x', /expected a JSON object/] },
   created_at: { since: [1, 1], view: '2026-01-01T00:00:00+00:00' },
   updated_at: { since: [1, 1], view: '2026-01-01T00:00:02+00:00' },
@@ -38,12 +39,12 @@ const CONTRACT: Record<string, Contract> = {
     good: [{ port_id: 'p', network_type: 'managed' }, { port_id: 'p', network_type: 'managed' }], bad: [{ colour: 'red' }, /local_link_connection\.colour: unknown local_link_connection key "colour"/],
   },
   pxe_enabled: { since: [1, 19], view: true, create: true, patch: true, good: ['false', false], bad: ['perhaps', /expected true or false/] },
-  portgroup_uuid: { since: [1, 24], view: null },
+  portgroup_uuid: { since: [1, 24], view: null, create: true, patch: true, good: [UUID.toUpperCase(), UUID], bad: ['pg-1', /^portgroup_uuid: expected the UUID of a port group or null/] },
   physical_network: { since: [1, 34], view: null, create: true, patch: true, good: ['physnet1', 'physnet1'], bad: ['p'.repeat(65), /at most 64 characters/] },
 };
 
 const before = (v: V): V => [v[0], v[1] - 1];
-const required = { node_uuid: 'node-1', address: '52:54:00:aa:bb:03' };
+const required = { node_uuid: UUID, address: '52:54:00:aa:bb:03' };
 
 describe('the port field table', () => {
   it('has exactly the fields of the contract, shown from their version on', () => {

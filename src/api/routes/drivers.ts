@@ -18,6 +18,7 @@ import { baseUrl, resourceLinks } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice } from '../query.js';
+import { RAID_CONFIG_SINCE } from './node-console-raid.js';
 
 /** The driver types a list may be filtered by (Ironic's `type`). */
 const DRIVER_TYPES = ['classic', 'dynamic'] as const;
@@ -77,6 +78,18 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
       }
     }
     return properties;
+  });
+
+  // Ironic's (1.12): what a logical disk of a target RAID configuration may say, from the driver's
+  // default RAID interface. `no-raid` describes them too, as Ironic's NoRAID does; a hardware type
+  // whose conductors registered no RAID interface at all has none to ask (404, as Ironic's).
+  app.get<{ Params: { name: string } }>('/v1/drivers/:name/raid/logical_disk_properties', async (request) => {
+    if (compareVersions(request.apiVersion, RAID_CONFIG_SINCE) < 0) throw new NotAcceptable(`RAID configuration needs API version ${formatVersion(RAID_CONFIG_SINCE)} or later`);
+    const info = (await served()).find((d) => d.name === request.params.name);
+    if (!info) throw new NotFound(`driver ${request.params.name} could not be found`);
+    const raid = info.interfaces.raid?.default;
+    if (!raid) throw new NotFound(`Driver ${info.name} does not support raid (disabled or not implemented)`);
+    return drivers.interfacesFor({ driver: info.name, raid_interface: raid }).raid.logicalDiskProperties();
   });
 
   app.get<{ Params: { name: string } }>('/v1/drivers/:name', async (request) => {

@@ -21,11 +21,17 @@ import { isPowerAction, isProvisionAction } from '../../nodes/states.js';
 import type { ProvisionAction, ProvisionState } from '../../nodes/states.js';
 import type { ConductorRouter } from '../conductor-router.js';
 import { checkJsonField, jsonFieldLimits } from '../json-fields.js';
-import { apiTime, baseUrl } from '../links.js';
+import { baseUrl } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import { nodeView } from './nodes.js';
 
 type Node = { Params: { ident: string } };
+
+/** The node fields `GET /v1/nodes/{node}/states` shows (those of the request's version). */
+const STATES_FIELDS: ReadonlySet<string> = new Set([
+  'console_enabled', 'last_error', 'power_state', 'provision_state', 'provision_updated_at', 'raid_config',
+  'target_power_state', 'target_provision_state', 'target_raid_config',
+]);
 
 /** The actions that take a config drive, as in Ironic (deploy under both spellings, and rebuild). */
 const CONFIGDRIVE_ACTIONS: readonly ProvisionAction[] = ['active', 'deploy', 'rebuild'];
@@ -76,17 +82,11 @@ export function nodeActionRoutes(app: FastifyInstance, options: { store: Store; 
 
   app.get<Node>('/v1/nodes/:ident/states', async (request) => {
     const node = await getNode(store, request.params.ident);
-    return {
-      console_enabled: false,
-      last_error: node.last_error,
-      power_state: node.power_state,
-      provision_state: node.provision_state,
-      provision_updated_at: apiTime(node.provision_updated_at),
-      raid_config: {},
-      target_power_state: node.target_power_state,
-      target_provision_state: node.target_provision_state,
-      target_raid_config: {},
-    };
+    // The node's own fields, rendered as the node view renders them at this version (raid_config
+    // and target_raid_config from 1.12), as Ironic's node_states_convert.
+    // None of them reads where the ring places the node; provision_state reads the version.
+    const fields = NODE_FIELDS.fieldsAt(request.apiVersion).filter((f) => STATES_FIELDS.has(f));
+    return NODE_FIELDS.render(node, { conductorOf: () => null, version: request.apiVersion }, fields);
   });
 
   app.put<Node>('/v1/nodes/:ident/states/provision', async (request, reply) => {

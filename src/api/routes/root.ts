@@ -15,6 +15,8 @@ const V1_RESOURCES: ReadonlyArray<[string, Microversion]> = [
   ['drivers', [1, 1]],
   ['lookup', [1, 22]],
   ['heartbeat', [1, 22]],
+  ['volume', [1, 32]],
+  ['portgroups', [1, 23]],
   ['conductors', [1, 49]],
 ];
 

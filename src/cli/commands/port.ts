@@ -1,11 +1,23 @@
 /** `ironring port …`: a node's NICs (MAC addresses) through the API, like `baremetal port`. */
 import { Command, Option } from 'commander';
+import { NotFound } from '../../common/errors.js';
+import { UUID_PATTERN } from '../../common/uuid.js';
 import { apiRequest, clientContext, withClientOptions } from '../client.js';
+import type { ApiEndpoint } from '../client.js';
 import { emit, renderRecord, renderTable } from '../output.js';
 
 type PortJson = Record<string, unknown> & { uuid: string; address: string; node_uuid?: string };
 
-
+/**
+ * The API path of a port named by uuid or MAC address: the API finds ports by uuid only (as
+ * Ironic's), so a MAC is looked up first with `?address=`.
+ */
+async function portPath(base: ApiEndpoint, ident: string): Promise<string> {
+  if (UUID_PATTERN.test(ident)) return `/v1/ports/${encodeURIComponent(ident)}`;
+  const { ports } = await apiRequest<{ ports: PortJson[] }>(base, 'GET', `/v1/ports?address=${encodeURIComponent(ident)}`);
+  if (ports.length === 0) throw new NotFound(`port ${ident} could not be found`);
+  return `/v1/ports/${ports[0]!.uuid}`;
+}
 
 export function portCommand(): Command {
   const port = new Command('port').description("manage nodes' ports (NICs) through the API (like `baremetal port`)");
@@ -13,11 +25,13 @@ export function portCommand(): Command {
   withClientOptions(port.command('create').description('add a port to a node').argument('<address>', 'MAC address'))
     .requiredOption('--node <node>', 'node uuid or name')
     .addOption(new Option('--no-pxe-enabled', 'this NIC does not network-boot'))
-    .action(async (address: string, opts: { node: string; pxeEnabled: boolean }, command: Command) => {
+    .option('--port-group <group>', 'port group (uuid or name) of the same node the port belongs to')
+    .action(async (address: string, opts: { node: string; pxeEnabled: boolean; portGroup?: string }, command: Command) => {
       const { base, format } = clientContext(command);
       const node = await apiRequest<{ uuid: string }>(base, 'GET', `/v1/nodes/${encodeURIComponent(opts.node)}`);
-      const p = await apiRequest<PortJson>(base, 'POST', '/v1/ports', { address, node_uuid: node.uuid, pxe_enabled: opts.pxeEnabled });
-      emit(format, p, () => renderRecord({ uuid: p.uuid, address: p.address, node_uuid: p.node_uuid, pxe_enabled: p.pxe_enabled }));
+      const group = opts.portGroup === undefined ? undefined : await apiRequest<{ uuid: string }>(base, 'GET', `/v1/portgroups/${encodeURIComponent(opts.portGroup)}`);
+      const p = await apiRequest<PortJson>(base, 'POST', '/v1/ports', { address, node_uuid: node.uuid, pxe_enabled: opts.pxeEnabled, ...(group ? { portgroup_uuid: group.uuid } : {}) });
+      emit(format, p, () => renderRecord({ uuid: p.uuid, address: p.address, node_uuid: p.node_uuid, pxe_enabled: p.pxe_enabled, portgroup_uuid: p.portgroup_uuid }));
     });
 
   withClientOptions(port.command('list').description('list ports'))
@@ -48,7 +62,7 @@ export function portCommand(): Command {
   withClientOptions(port.command('show').description('show one port').argument('<port>', 'port uuid or MAC address'))
     .action(async (ident: string, _opts: unknown, command: Command) => {
       const { base, format } = clientContext(command);
-      const p = await apiRequest<PortJson>(base, 'GET', `/v1/ports/${encodeURIComponent(ident)}`);
+      const p = await apiRequest<PortJson>(base, 'GET', await portPath(base, ident));
       const { links: _links, ...shown } = p;
       emit(format, p, () => renderRecord(shown));
     });
@@ -57,7 +71,7 @@ export function portCommand(): Command {
     .action(async (idents: string[], _opts: unknown, command: Command) => {
       const { base } = clientContext(command);
       for (const ident of idents) {
-        await apiRequest(base, 'DELETE', `/v1/ports/${encodeURIComponent(ident)}`);
+        await apiRequest(base, 'DELETE', await portPath(base, ident));
         process.stdout.write(`Deleted port ${ident}\n`);
       }
     });

@@ -4,8 +4,9 @@
  * fake node can network-boot from real boot files; the fake ones stay the defaults.
  *
  * The `fake` implementations succeed without touching any hardware — the only ones allowed to (they
- * exist for tests and demos). Inspect and rescue default to Ironic's `no-inspect` and `no-rescue`,
- * which refuse the verbs (400); a node opts into `fake` inspect or rescue explicitly.
+ * exist for tests and demos). Every interface type defaults to its `fake` implementation, as
+ * Ironic's fake-hardware does where the fake ones are enabled (its tempest suite relies on it); a
+ * node that should refuse a verb sets `no-inspect`, `no-rescue`, `no-console`… explicitly.
  */
 import type { HardwareType } from '../hardware-type.js';
 
@@ -14,13 +15,14 @@ export const FAKE_HARDWARE: HardwareType = {
   description: 'Simulated node: power, boot device, boot files and deploys kept in memory',
   supported: {
     boot: ['fake', 'pxe', 'ipxe'],
-    console: ['no-console', 'fake'],
+    console: ['fake', 'no-console'],
     deploy: ['fake', 'ramdisk', 'direct'],
-    inspect: ['no-inspect', 'fake', 'agent'],
+    inspect: ['fake', 'no-inspect', 'agent'],
     management: ['fake'],
     network: ['noop'],
     power: ['fake'],
-    rescue: ['no-rescue', 'fake', 'agent'],
-    vendor: ['no-vendor', 'fake'],
+    raid: ['fake', 'no-raid'],
+    rescue: ['fake', 'no-rescue', 'agent'],
+    vendor: ['fake', 'no-vendor'],
   },
 };

@@ -27,6 +27,8 @@ export interface FakeMachine {
   inspections: number;
   /** True while the fake rescue interface has it rescued. */
   rescued: boolean;
+  /** True while the fake console interface has its console started (absent: never started). */
+  consoleStarted?: boolean;
   /** Clean steps the fake deploy interface "ran", in order (`deploy.erase_devices_metadata`…). */
   cleanSteps: string[];
 }

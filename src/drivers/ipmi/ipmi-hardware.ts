@@ -12,6 +12,7 @@ export const IPMI_HARDWARE: HardwareType = {
     management: ['ipmitool'],
     network: ['noop'],
     power: ['ipmitool'],
+    raid: ['no-raid'],
     rescue: ['no-rescue', 'agent'],
     vendor: ['no-vendor'],
   },
