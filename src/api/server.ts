@@ -33,6 +33,7 @@ import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { nodeActionRoutes } from './routes/node-actions.js';
 import { nodeConsoleRaidRoutes } from './routes/node-console-raid.js';
+import { nodeBiosRoutes } from './routes/node-bios.js';
 import { nodeRoutes } from './routes/nodes.js';
 import { nodeValidateRoutes } from './routes/node-validate.js';
 import { ConductorRouter } from './conductor-router.js';
@@ -121,6 +122,7 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     const router = new ConductorRouter(config, rings, localConductor);
     nodeActionRoutes(api, { store, config, rings, router });
     nodeConsoleRaidRoutes(api, { store, config, router });
+    nodeBiosRoutes(api, { store, config });
     agentRoutes(api, { store, config, router, drivers });
     inspectionRuleRoutes(api, { store, config });
     nodeTraitRoutes(api, { store });

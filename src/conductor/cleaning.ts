@@ -12,7 +12,7 @@ import { finishEvent } from '../nodes/state-machine.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 
 export interface CleaningDeps {
-  /** `[conductor] automated_clean`. */
+  /** `[conductor] automated_clean`, which a node's own `automated_clean` (true or false) overrides. */
   automatedClean: boolean;
   /** The power state to write with the node's next state (the BMC read back; null when that fails). */
   readPower: (driverTask: DriverTask) => Promise<NodePatch>;
@@ -36,7 +36,8 @@ export function withoutCleanBookkeeping(internal: Readonly<Record<string, unknow
 /**
  * `cleaning` (Ironic's `do_node_clean` and `do_next_clean_step`): a manual clean runs the steps
  * stored by `provision` (already checked against the interfaces), an automated one the
- * interfaces' steps with a priority above 0 — none when `[conductor] automated_clean` is off.
+ * interfaces' steps with a priority above 0 — none when automated cleaning is off for the node
+ * (`automatedCleaningOn`).
  * Before the first step the interfaces get the node ready (`prepareCleaning`: the direct deploy
  * boots its agent, and the node waits in `clean wait` for it); a step that runs in the agent
  * leaves the node in `clean wait` too, and the heartbeat that reports its end brings the node back
@@ -62,10 +63,13 @@ export async function clean(task: NodeTask, driverTask: DriverTask, status: Prov
       index++;
     }
   } else {
-    steps = manual ? (Array.isArray(stored) ? (stored as CleanStepRequest[]) : []) : !deps.automatedClean ? [] : automatedCleanSteps(driverTask);
+    const automated = manual || automatedCleaningOn(task.node.automated_clean, deps.automatedClean);
+    steps = manual ? (Array.isArray(stored) ? (stored as CleanStepRequest[]) : []) : !automated ? [] : automatedCleanSteps(driverTask);
     if (manual && steps.length === 0) throw new Error('manual cleaning has no clean_steps to run');
     if (steps.length === 0) {
-      const why = !deps.automatedClean ? 'automated cleaning is disabled ([conductor] automated_clean = false)' : "automated cleaning: the node's interfaces offer no clean steps";
+      const why = !automated
+        ? `automated cleaning is disabled (${task.node.automated_clean === false ? "the node's automated_clean = false" : '[conductor] automated_clean = false'})`
+        : "automated cleaning: the node's interfaces offer no clean steps";
       await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: `${why}; nothing was run` });
       await task.update({ driver_internal_info: info({ clean_steps: [] }) });
       return { event: finishEvent(status) };
@@ -91,6 +95,15 @@ export async function clean(task: NodeTask, driverTask: DriverTask, status: Prov
   const { keepAgent } = await cleaningPart(task, driverTask, () => tearDownCleaning(driverTask), 'ending the clean failed');
   await task.update({ driver_internal_info: info({ clean_steps: steps }) });
   return { event: finishEvent(status), changes: await deps.readPower(driverTask), keepAgent };
+}
+
+/**
+ * Whether automated cleaning runs the node's clean steps (Ironic's `skip_automated_cleaning`,
+ * negated): the node's `automated_clean` when set — true cleans even where the configuration says
+ * not to, false never cleans — else `[conductor] automated_clean`.
+ */
+export function automatedCleaningOn(node: boolean | null, configured: boolean): boolean {
+  return node ?? configured;
 }
 
 /**

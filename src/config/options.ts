@@ -266,7 +266,7 @@ export const OPTIONS = {
       type: { kind: 'boolean' },
       default: true,
       description:
-        "Whether automated cleaning (after undeploy, and on provide) runs the clean steps the node's interfaces offer with a priority above 0, as Ironic's [conductor] automated_clean; false: the node goes to available with its disks as they were.",
+        "Whether automated cleaning (after undeploy, and on provide) runs the clean steps the node's interfaces offer with a priority above 0, as Ironic's [conductor] automated_clean; false: the node goes to available with its disks as they were. A node's own automated_clean (API 1.47), when true or false, overrides it for that node.",
     },
     rescue_password_hash_algorithm: {
       type: { kind: 'enum', values: ['sha256', 'sha512'] },

@@ -20,6 +20,8 @@ import { baremetalChassis } from './migrations/baremetal-0007-chassis.js';
 import { baremetalPortgroups } from './migrations/baremetal-0008-portgroups.js';
 import { baremetalVolume } from './migrations/baremetal-0009-volume.js';
 import { baremetalNodeRaidConsoleProtected } from './migrations/baremetal-0010-node-raid-console-protected.js';
+import { baremetalNodeStorageBiosAutomatedClean } from './migrations/baremetal-0011-node-storage-bios-automated-clean.js';
+import { baremetalNodeOwner } from './migrations/baremetal-0012-node-owner.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 import { cellMappedHotUpdates } from './migrations/cell-0003-mapped-hot-updates.js';
@@ -46,6 +48,8 @@ function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migrati
         '0008_portgroups': baremetalPortgroups(engine),
         '0009_volume': baremetalVolume(engine),
         '0010_node_raid_console_protected': baremetalNodeRaidConsoleProtected(engine),
+        '0011_node_storage_bios_automated_clean': baremetalNodeStorageBiosAutomatedClean(engine),
+        '0012_node_owner': baremetalNodeOwner(),
       };
     case 'api':
       return { '0001_initial': apiInitial(engine) };

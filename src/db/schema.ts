@@ -65,7 +65,10 @@ export interface NodesTable {
   id: Generated<number>;
   uuid: string;
   name: Nullable<string>;
+  /** Ironic's `description` (API 1.51): free text of at most 4096 characters. */
   description: Nullable<string>;
+  /** Ironic's `owner` (API 1.50): the owning project, free text; ironring checks no projects. */
+  owner: Nullable<string>;
   driver: string;
   driver_info: JsonWithDefault;
   driver_internal_info: JsonWithDefault;
@@ -91,6 +94,7 @@ export interface NodesTable {
   conductor_affinity: Nullable<number>;
   /** Id of the chassis the node belongs to (Ironic's `chassis_uuid` in the API); null for none. */
   chassis_id: Nullable<number>;
+  bios_interface: Nullable<string>;
   boot_interface: Nullable<string>;
   console_interface: Nullable<string>;
   deploy_interface: Nullable<string>;
@@ -100,6 +104,7 @@ export interface NodesTable {
   power_interface: Nullable<string>;
   raid_interface: Nullable<string>;
   rescue_interface: Nullable<string>;
+  storage_interface: Nullable<string>;
   vendor_interface: Nullable<string>;
   /** The RAID configuration the node has (Ironic's `raid_config`), `{}` when none is known. */
   raid_config: JsonWithDefault;
@@ -111,6 +116,11 @@ export interface NodesTable {
   protected: Flag;
   /** Why the node is protected; null unless it is. */
   protected_reason: Nullable<string>;
+  /**
+   * Ironic's `automated_clean` (API 1.47): true cleans the node automatically even where
+   * `[conductor] automated_clean` is off, false never does, null follows the configuration.
+   */
+  automated_clean: Nullable<boolean>;
   /**
    * SHA-256 (hex) of the node's agent token while it is in an agent state (src/agent/agent-token.ts):
    * never the token itself, and read by no view, RPC answer or log.
@@ -198,6 +208,18 @@ export interface VolumeTargetsTable {
   volume_id: string;
   properties: JsonWithDefault;
   extra: JsonWithDefault;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+/**
+ * Ironic's cached BIOS settings of a node (`/v1/nodes/{node}/bios`, API 1.40), one row per setting
+ * name, as its BIOS interface read them. No built-in BIOS interface reads any yet, so it stays empty.
+ */
+export interface BiosSettingsTable {
+  node_id: number;
+  name: string;
+  value: Nullable<string>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -337,6 +359,7 @@ export interface Database {
   volume_connectors: VolumeConnectorsTable;
   volume_targets: VolumeTargetsTable;
   portgroups: PortgroupsTable;
+  bios_settings: BiosSettingsTable;
   node_history: NodeHistoryTable;
   node_inventory: NodeInventoryTable;
   inspection_rules: InspectionRulesTable;
@@ -369,7 +392,7 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
   conductor_hardware_interfaces: { default: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
   nodes: {
     driver_info: 'json', driver_internal_info: 'json', properties: 'json', instance_info: 'json', extra: 'json', traits: 'json',
-    raid_config: 'json', target_raid_config: 'json', console_enabled: 'flag', protected: 'flag',
+    raid_config: 'json', target_raid_config: 'json', console_enabled: 'flag', protected: 'flag', automated_clean: 'flag',
     provision_updated_at: 'timestamp', maintenance: 'flag', created_at: 'timestamp', updated_at: 'timestamp',
   },
   chassis: { extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
@@ -377,6 +400,7 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
   volume_connectors: { extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   volume_targets: { properties: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   portgroups: { standalone_ports_supported: 'flag', extra: 'json', internal_info: 'json', properties: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  bios_settings: { created_at: 'timestamp', updated_at: 'timestamp' },
   node_history: { created_at: 'timestamp' },
   node_inventory: { inventory_data: 'json', plugin_data: 'json', created_at: 'timestamp' },
   inspection_rules: { sensitive: 'flag', conditions: 'json', actions: 'json', created_at: 'timestamp', updated_at: 'timestamp' },

@@ -4,10 +4,14 @@
  */
 import { BootEnvironmentUnavailable } from './errors.js';
 import type { ImplementationCatalog } from './hardware-type.js';
+import { FakeBios } from './fake/fake-bios.js';
 import { FakeBoot } from './fake/fake-boot.js';
 import { FakeConsole } from './fake/fake-console.js';
 import { FakeRaid } from './fake/fake-raid.js';
+import { FakeStorage } from './fake/fake-storage.js';
+import { NoBios } from './noop/no-bios.js';
 import { NoConsole } from './noop/no-console.js';
+import { NoopStorage } from './noop/noop-storage.js';
 import { NoRaid } from './noop/no-raid.js';
 import { FakeDeploy } from './fake/fake-deploy.js';
 import { AgentInspect } from './direct/agent-inspect.js';
@@ -84,6 +88,7 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
   return new DriverRegistry({
     hardwareTypes: [FAKE_HARDWARE, IPMI_HARDWARE],
     implementations: {
+      bios: { 'no-bios': new NoBios(), fake: new FakeBios() },
       boot,
       console: { 'no-console': new NoConsole(), fake: new FakeConsole(fake) },
       deploy: {
@@ -113,6 +118,7 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
       power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },
       raid: { 'no-raid': new NoRaid(), fake: new FakeRaid() },
       rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(fake), agent: new AgentRescue({ apiUrl: () => options.agentApiUrl ?? null, client: new AgentClient(options.agentClient) }) },
+      storage: { noop: new NoopStorage(), fake: new FakeStorage() },
     },
     enabledHardwareTypes: options.enabledHardwareTypes,
     enabledInterfaces: options.enabledInterfaces,

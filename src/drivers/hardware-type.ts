@@ -3,6 +3,7 @@
  * implementations it supports in order of preference. A node picks one per interface type (or gets
  * the default) and the registry composes them into a `NodeDriver`.
  */
+import type { BiosInterface } from './bios.js';
 import type { BootInterface } from './boot.js';
 import type { ConsoleInterface } from './console.js';
 import type { DeployInterface } from './deploy.js';
@@ -11,6 +12,7 @@ import type { ManagementInterface } from './management.js';
 import type { PowerInterface } from './power.js';
 import type { RaidInterface } from './raid.js';
 import type { RescueInterface } from './rescue.js';
+import type { StorageInterface } from './storage.js';
 
 /**
  * Every interface type a node has a column for, in Ironic's order. Only the implemented ones carry
@@ -18,11 +20,11 @@ import type { RescueInterface } from './rescue.js';
  * interface is one of Ironic's `no-*` implementations (`no-inspect`, `no-rescue`) is refused, never
  * pretended.
  */
-export const INTERFACE_TYPES = ['boot', 'console', 'deploy', 'inspect', 'management', 'network', 'power', 'raid', 'rescue', 'vendor'] as const;
+export const INTERFACE_TYPES = ['bios', 'boot', 'console', 'deploy', 'inspect', 'management', 'network', 'power', 'raid', 'rescue', 'storage', 'vendor'] as const;
 export type InterfaceType = (typeof INTERFACE_TYPES)[number];
 
 /** Interface types whose implementations are code the conductor calls. */
-export const IMPLEMENTED_INTERFACE_TYPES = ['boot', 'console', 'deploy', 'inspect', 'management', 'power', 'raid', 'rescue'] as const;
+export const IMPLEMENTED_INTERFACE_TYPES = ['bios', 'boot', 'console', 'deploy', 'inspect', 'management', 'power', 'raid', 'rescue', 'storage'] as const;
 export type ImplementedInterfaceType = (typeof IMPLEMENTED_INTERFACE_TYPES)[number];
 
 /** The node field naming an interface type's implementation, e.g. `boot_interface`. */
@@ -35,6 +37,7 @@ export function interfaceField(type: InterfaceType): InterfaceField {
 
 /** The code behind each implemented interface type. */
 export interface InterfaceImplementationTypes {
+  bios: BiosInterface;
   boot: BootInterface;
   console: ConsoleInterface;
   deploy: DeployInterface;
@@ -43,6 +46,7 @@ export interface InterfaceImplementationTypes {
   power: PowerInterface;
   raid: RaidInterface;
   rescue: RescueInterface;
+  storage: StorageInterface;
 }
 
 /** Implementations by interface type and name; one instance serves every node that uses it. */

@@ -141,6 +141,7 @@ export class DriverRegistry {
     return {
       hardwareType: driver,
       names: Object.fromEntries(INTERFACE_TYPES.map((t) => [t, names[interfaceField(t)]])) as NodeDriver['names'],
+      bios: pick('bios'),
       boot: pick('boot'),
       console: pick('console'),
       deploy: pick('deploy'),
@@ -149,6 +150,7 @@ export class DriverRegistry {
       power: pick('power'),
       raid: pick('raid'),
       rescue: pick('rescue'),
+      storage: pick('storage'),
     };
   }
 

@@ -137,7 +137,10 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   power_interface: { since: [1, 31], column: 'power_interface', input: interfaceInput },
   raid_interface: { since: [1, 31], column: 'raid_interface', input: interfaceInput },
   vendor_interface: { since: [1, 31], column: 'vendor_interface', input: interfaceInput },
+  // `noop` attaches no volume (ironring attaches none yet); shown, created and patched from 1.33.
+  storage_interface: { since: [1, 33], column: 'storage_interface', input: interfaceInput },
   rescue_interface: { since: [1, 38], column: 'rescue_interface', input: interfaceInput },
+  bios_interface: { since: [1, 40], column: 'bios_interface', input: interfaceInput },
   fault: fixed([1, 42], () => null),
   // The deploy step running now ({} otherwise), kept in driver_internal_info like clean_step.
   deploy_step: { since: [1, 44], view: (n) => stepOf(n.driver_internal_info, 'deploy_step'), reads: ['driver_internal_info'] },
@@ -151,6 +154,12 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
       normalize: (v) => (v === null ? '' : lower(v)),
     },
   },
+  // Null follows `[conductor] automated_clean`; true or false overrides it for this node
+  // (conductor/cleaning.ts). Unlike a flag, null and `remove` leave it null, as Ironic's.
+  automated_clean: {
+    since: [1, 47], column: 'automated_clean',
+    input: { schema: Type.Union([Type.Boolean(), Type.Null()]), expected: 'expected true, false or null', coerce: booleanSpelling, create: true, patch: true },
+  },
   // Changed through /v1/nodes/{node}/traits only, as Ironic's.
   traits: { since: [1, 37], column: 'traits', sortable: false },
   // Only an active or rescued node may be protected; the conductor checks that and clears the
@@ -161,6 +170,15 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
     input: { schema: Type.Union([Type.String({ maxLength: 255 }), Type.Null()]), expected: 'expected a string of at most 255 characters or null', patch: true },
   },
   conductor: { since: [1, 49], view: (n, ctx) => ctx.conductorOf(n), reads: ['uuid', 'conductor_group'] },
+  // Free text, as Ironic keeps them: the owning project (ironring checks no projects) and a description.
+  owner: {
+    since: [1, 50], column: 'owner',
+    input: { schema: Type.Union([Type.String({ maxLength: 255 }), Type.Null()]), expected: 'expected a string of at most 255 characters or null', create: true, patch: true },
+  },
+  description: {
+    since: [1, 51], column: 'description', sortable: false,
+    input: { schema: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]), expected: 'expected a string of at most 4096 characters or null', create: true, patch: true },
+  },
   // ironring extensions: where the ring places the node and which conductor's boot files are current.
   conductor_replicas: { since: [1, 49], view: (n, ctx) => ctx.replicasOf?.(n) ?? [], reads: ['uuid', 'conductor_group'] },
   conductor_affinity: { since: [1, 49], column: 'conductor_affinity', view: (n, ctx) => ctx.conductorName?.(n.conductor_affinity) ?? null, reads: ['conductor_affinity'] },

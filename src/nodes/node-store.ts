@@ -10,6 +10,7 @@ import { Conflict, InvalidParameter, NodeNotFound } from '../common/errors.js';
 import { UUID_PATTERN } from '../common/uuid.js';
 import type { Store } from '../db/connect.js';
 import { isForeignKeyViolation, uniqueViolation as engineUniqueViolation } from '../db/errors.js';
+import { COLUMN_KINDS } from '../db/schema.js';
 import type { Database, NodeRow, NodesTable } from '../db/schema.js';
 import { chassisIdForNode, unknownChassisOfNode } from './chassis-store.js';
 import { NODE_FIELDS } from './node-fields.js';
@@ -33,6 +34,10 @@ export interface NodeFilters {
   fault?: string;
   /** Row id of a chassis: its nodes only (Ironic's `chassis_uuid` filter, resolved by the caller). */
   chassis_id?: number;
+  /** Nodes of this owner (Ironic 1.50). */
+  owner?: string;
+  /** Nodes whose description contains this text, literally (Ironic 1.51). */
+  description_contains?: string;
 }
 
 export interface NodeListQuery {
@@ -68,12 +73,22 @@ export async function listNodes(store: Store, query: NodeListQuery): Promise<Nod
   if (filters.associated !== undefined) q = q.where('instance_uuid', filters.associated ? 'is not' : 'is', null);
   if (filters.fault !== undefined) q = q.where(sql<boolean>`1 = 0`);
   if (filters.chassis_id !== undefined) q = q.where('nodes.chassis_id', '=', filters.chassis_id);
+  if (filters.owner !== undefined) q = q.where('owner', '=', filters.owner);
+  if (filters.description_contains !== undefined) {
+    // Literally: LIKE's wildcards in the text match themselves.
+    const pattern = `%${filters.description_contains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    q = q.where(sql<boolean>`description like ${pattern} escape '\\'`);
+  }
 
   // Keyset pagination on (sort key, id): stable under inserts, and an index walk instead of OFFSET.
   // NULLs sort as the lowest value, and the sort expression says so on both engines.
   const sortOf = (table: string) => {
     const key = sql.ref(`${table}.${sortKey}`);
-    return sortKey === 'maintenance' ? key : sql`coalesce(${key}, ${nullFill(sortKey)})`;
+    if (sortKey === 'maintenance') return key;
+    // Other flags sort as 0/1 on both engines (PostgreSQL's boolean takes no text fill), NULL
+    // (`automated_clean` unset) below both.
+    if (FLAG_COLUMNS.has(sortKey)) return sql`coalesce(cast(${key} as integer), -1)`;
+    return sql`coalesce(${key}, ${nullFill(sortKey)})`;
   };
   const sortExpr = sortOf('nodes');
   if (query.marker !== undefined) {
@@ -101,6 +116,9 @@ function chassisUuid(eb: ExpressionBuilder<Database, 'nodes'>) {
 function allColumns(store: Store) {
   return store.db.selectFrom('nodes').selectAll('nodes').select(chassisUuid);
 }
+
+/** The node columns that hold flags. */
+const FLAG_COLUMNS: ReadonlySet<string> = new Set(Object.entries(COLUMN_KINDS.nodes).filter(([, kind]) => kind === 'flag').map(([column]) => column));
 
 function nullFill(key: NodeSortKey): string {
   return key === 'created_at' || key === 'updated_at' || key === 'provision_updated_at' ? '0001-01-01T00:00:00.000Z' : '';

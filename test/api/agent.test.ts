@@ -245,7 +245,7 @@ describe.each(engines)('agent lookup and heartbeat on %s', (engine) => {
     for (const [field, since] of [['agent_verify_ca', '1.68'], ['agent_status', '1.72'], ['agent_status_message', '1.72']] as const) {
       const beyond = await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token, [field]: 'start' }, LATEST);
       expect(beyond.statusCode).toBe(400);
-      expect(faultstring(beyond.body)).toBe(`${field}: not recognised at API version 1.49; it needs ${since} or later, and this API serves up to 1.49`);
+      expect(faultstring(beyond.body)).toBe(`${field}: not recognised at API version 1.51; it needs ${since} or later, and this API serves up to 1.51`);
     }
     expect((await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token, agent_version: '9' }, v(36))).statusCode).toBe(202);
     expect((await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token }, v(22))).statusCode).toBe(202);

@@ -35,6 +35,10 @@ import { NoConsole } from '../../src/drivers/noop/no-console.js';
 import { NoRaid } from '../../src/drivers/noop/no-raid.js';
 import { FakeConsole } from '../../src/drivers/fake/fake-console.js';
 import { FakeRaid } from '../../src/drivers/fake/fake-raid.js';
+import { FakeBios } from '../../src/drivers/fake/fake-bios.js';
+import { FakeStorage } from '../../src/drivers/fake/fake-storage.js';
+import { NoBios } from '../../src/drivers/noop/no-bios.js';
+import { NoopStorage } from '../../src/drivers/noop/noop-storage.js';
 import type { PowerState } from '../../src/drivers/power.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import type { DriverTask } from '../../src/drivers/task.js';
@@ -90,6 +94,7 @@ function registryWith(power: FakePower, state: FakeHardwareState): DriverRegistr
   return new DriverRegistry({
     hardwareTypes: [FAKE_HARDWARE],
     implementations: {
+      bios: { 'no-bios': new NoBios(), fake: new FakeBios() },
       boot: { fake: new FakeBoot(state) },
       console: { 'no-console': new NoConsole(), fake: new FakeConsole(state) },
       deploy: { fake: new FakeDeploy(state) },
@@ -98,6 +103,7 @@ function registryWith(power: FakePower, state: FakeHardwareState): DriverRegistr
       power: { fake: power },
       raid: { 'no-raid': new NoRaid(), fake: new FakeRaid() },
       rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(state) },
+      storage: { noop: new NoopStorage(), fake: new FakeStorage() },
     },
     enabledInterfaces: { boot: ['fake'], deploy: ['fake'], inspect: ['no-inspect', 'fake'], rescue: ['no-rescue', 'fake'] },
   });

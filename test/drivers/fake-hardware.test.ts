@@ -13,7 +13,7 @@ describe('fake-hardware', () => {
   it('composes the fake implementation of every interface by default', () => {
     const { registry } = setup();
     const driver = registry.interfacesFor({ driver: 'fake-hardware' });
-    expect(driver.names).toMatchObject({ power: 'fake', management: 'fake', boot: 'fake', deploy: 'fake', console: 'fake', raid: 'fake', network: 'noop' });
+    expect(driver.names).toMatchObject({ power: 'fake', management: 'fake', boot: 'fake', deploy: 'fake', console: 'fake', raid: 'fake', bios: 'fake', storage: 'noop', network: 'noop' });
   });
 
   it('remembers power state per node, starting from the recorded one', async () => {

@@ -23,6 +23,7 @@ describe('driver registry', () => {
   it('resolves every interface field, keeping the requested ones', () => {
     const registry = createDriverRegistry();
     expect(registry.validateInterfaces('ipmi', { boot_interface: 'pxe', console_interface: null })).toEqual({
+      bios_interface: 'no-bios',
       boot_interface: 'pxe',
       console_interface: 'no-console',
       deploy_interface: 'ramdisk',
@@ -32,6 +33,7 @@ describe('driver registry', () => {
       power_interface: 'ipmitool',
       raid_interface: 'no-raid',
       rescue_interface: 'no-rescue',
+      storage_interface: 'noop',
       vendor_interface: 'no-vendor',
     });
   });

@@ -12,12 +12,12 @@ import { applyNodePatch, parsePatch } from '../../src/nodes/node-patch.js';
 import { NODE_SORT_KEYS } from '../../src/nodes/node-store.js';
 
 type V = readonly [number, number];
-const LATEST: V = [1, 49];
+const LATEST: V = [1, 51];
 const UUID = '1be26c0b-03f2-4d2d-ae87-c02d7f33c123';
 const CHASSIS = '2be26c0b-03f2-4d2d-ae87-c02d7f33c124';
 
 const row: NodeRow = {
-  id: 7, uuid: UUID, name: 'rack1-n1', description: null, driver: 'fake-hardware',
+  id: 7, uuid: UUID, name: 'rack1-n1', description: 'second from the top', owner: 'team-a', driver: 'fake-hardware',
   driver_info: { ipmi_address: '10.0.0.1', ipmi_password: 'hunter2', nested: { secret_key: 'k' } },
   driver_internal_info: { clean_step: { step: 'erase_devices', interface: 'deploy' }, deploy_step: { step: 'write_image', interface: 'deploy' }, password: 'shown' },
   properties: { cpus: 4, password: 'not-a-secret-here' }, instance_info: { image_source: 'x', configdrive: 'H4sI' }, extra: { a: 1 }, traits: ['CUSTOM_GPU'],
@@ -29,6 +29,7 @@ const row: NodeRow = {
   network_interface: 'noop', power_interface: 'fake', raid_interface: 'fake', rescue_interface: 'fake', vendor_interface: 'fake',
   raid_config: {}, target_raid_config: { logical_disks: [{ size_gb: 100, raid_level: '1' }] }, console_enabled: true,
   protected: false, protected_reason: null,
+  storage_interface: 'noop', bios_interface: 'fake', automated_clean: null,
   created_at: new Date('2026-01-01T00:00:00.000Z'), updated_at: new Date('2026-01-01T00:00:01.000Z'),
 };
 const ctx: NodeFieldContext = { conductorOf: () => 'c1', replicasOf: () => ['c2'], conductorName: (id) => (id === 3 ? 'c3' : null) };
@@ -47,7 +48,7 @@ interface Contract {
 
 const iface = (value: string): Contract => ({ since: [1, 31], view: value, create: true, patch: true, good: ['fake', 'fake'], bad: [7, /expected an interface name/] });
 
-/** Ironic's node fields up to 1.49 as ironring serves them (versions from Ironic's versions.py). */
+/** Ironic's node fields up to 1.51 as ironring serves them (versions from Ironic's versions.py). */
 const CONTRACT: Record<string, Contract> = {
   uuid: { since: [1, 1], view: UUID, create: true, good: [UUID.toUpperCase(), UUID], bad: ['nope', /^uuid: expected a UUID, got "nope"$/] },
   name: { since: [1, 5], view: 'rack1-n1', create: true, patch: true, good: ['n-1.a_b~c', 'n-1.a_b~c'], bad: [UUID, /is not a valid node name/] },
@@ -86,14 +87,19 @@ const CONTRACT: Record<string, Contract> = {
   power_interface: iface('fake'),
   raid_interface: iface('fake'),
   vendor_interface: iface('fake'),
+  storage_interface: { ...iface('noop'), since: [1, 33] },
   rescue_interface: { ...iface('fake'), since: [1, 38] },
+  bios_interface: { ...iface('fake'), since: [1, 40] },
   fault: { since: [1, 42], view: null },
   deploy_step: { since: [1, 44], view: { step: 'write_image', interface: 'deploy' } },
   conductor_group: { since: [1, 46], view: 'rack1', create: true, patch: true, good: ['Rack_2', 'rack_2'], bad: ['has space', /is invalid; use at most 255 letters/] },
+  automated_clean: { since: [1, 47], view: null, create: true, patch: true, good: ['off', false], bad: ['sometimes', /^(\/)?automated_clean: expected true, false or null$/] },
   traits: { since: [1, 37], view: ['CUSTOM_GPU'] },
   protected: { since: [1, 48], view: false, patch: true, good: ['yes', true], bad: ['sure', /^(\/)?protected: expected true or false$/] },
   protected_reason: { since: [1, 48], view: null, patch: true, good: ['reason!', 'reason!'], bad: [['x'], /expected a string of at most 255/] },
   conductor: { since: [1, 49], view: 'c1' },
+  owner: { since: [1, 50], view: 'team-a', create: true, patch: true, good: ['team b', 'team b'], bad: ['x'.repeat(256), /expected a string of at most 255 characters or null/] },
+  description: { since: [1, 51], view: 'second from the top', create: true, patch: true, good: ['x'.repeat(4096), 'x'.repeat(4096)], bad: ['x'.repeat(4097), /expected a string of at most 4096 characters or null/] },
   conductor_replicas: { since: [1, 49], view: ['c2'] },
   conductor_affinity: { since: [1, 49], view: 'c3' },
 };
@@ -104,7 +110,7 @@ describe('the node field table', () => {
   it('has exactly the fields of the contract, each since its version', () => {
     expect(NODE_FIELDS.fieldsAt(LATEST)).toEqual(Object.keys(CONTRACT));
     for (const [field, c] of Object.entries(CONTRACT)) expect(NODE_FIELDS.since(field), field).toEqual(c.since);
-    expect(NODE_FIELDS.since('bios_interface')).toBeUndefined();
+    expect(NODE_FIELDS.since('colour')).toBeUndefined();
   });
 
   it('shows each field from its version on, and hides it from older requests', () => {
@@ -130,7 +136,7 @@ describe('the node field table', () => {
     for (const [field, c] of Object.entries(CONTRACT)) {
       const body = { driver: 'fake-hardware', [field]: c.good?.[0] ?? 'x' };
       if (!c.create) {
-        expect(() => NODE_FIELDS.create(body, LATEST), field).toThrow(new RegExp(`^${field}: unknown or read-only field for a new node at API version 1.49$`));
+        expect(() => NODE_FIELDS.create(body, LATEST), field).toThrow(new RegExp(`^${field}: unknown or read-only field for a new node at API version 1.51$`));
         continue;
       }
       expect(NODE_FIELDS.create(body, LATEST)[field], field).toEqual(c.good![1]);
@@ -237,8 +243,19 @@ describe('the node field table', () => {
       'maintenance', 'provision_updated_at', 'target_provision_state', 'target_power_state', 'maintenance_reason', 'last_error', 'reservation',
       'boot_interface', 'console_interface', 'deploy_interface', 'inspect_interface', 'management_interface', 'network_interface', 'power_interface',
       'raid_interface', 'rescue_interface', 'vendor_interface', 'console_enabled', 'protected', 'protected_reason',
+      'storage_interface', 'bios_interface', 'automated_clean', 'owner',
     ]));
     expect(NODE_INTERFACE_FIELDS).toEqual(Object.keys(CONTRACT).filter((f) => f.endsWith('_interface')));
     expect(NODE_FIELDS.jsonFields()).toEqual(['driver_info', 'extra', 'instance_info', 'properties']);
+  });
+
+  it('keeps automated_clean three-valued: true, false, or null (the configuration decides), which remove and null leave', () => {
+    for (const [value, stored] of [[true, true], ['TRUE', true], [false, false], ['0', false], [null, null]] as const) {
+      expect(applyNodePatch(row, [{ op: 'replace', path: '/automated_clean', value }]), String(value)).toEqual({ automated_clean: stored });
+    }
+    expect(applyNodePatch({ ...row, automated_clean: false }, [{ op: 'remove', path: '/automated_clean' }])).toEqual({ automated_clean: null });
+    expect(NODE_FIELDS.create({ driver: 'fake-hardware', automated_clean: null }, LATEST)).toEqual({ driver: 'fake-hardware' });
+    expect(NODE_FIELDS.create({ driver: 'fake-hardware', automated_clean: 'yes' }, [1, 47])).toEqual({ driver: 'fake-hardware', automated_clean: true });
+    for (const bad of [1, 'maybe', [], {}]) expect(() => NODE_FIELDS.create({ driver: 'fake-hardware', automated_clean: bad }, LATEST), JSON.stringify(bad)).toThrow('automated_clean: expected true, false or null');
   });
 });

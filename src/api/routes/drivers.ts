@@ -11,12 +11,14 @@ import { listConductors } from '../../cluster/membership.js';
 import { NotAcceptable, NotFound } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
-import { INTERFACE_TYPES } from '../../drivers/index.js';
+import { INTERFACE_TYPES, interfaceField } from '../../drivers/index.js';
+import type { InterfaceType } from '../../drivers/index.js';
 import { INTERFACE_FIELDS } from '../../drivers/fields.js';
 import type { DriverRegistry } from '../../drivers/index.js';
 import { baseUrl, resourceLinks } from '../links.js';
 import { compareVersions, formatVersion } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
+import { NODE_FIELDS } from '../../nodes/node-fields.js';
 import { parseBool, parseChoice } from '../query.js';
 import { RAID_CONFIG_SINCE } from './node-console-raid.js';
 
@@ -24,6 +26,16 @@ import { RAID_CONFIG_SINCE } from './node-console-raid.js';
 const DRIVER_TYPES = ['classic', 'dynamic'] as const;
 /** The microversion that brought driver types and `detail`. */
 const DYNAMIC_DRIVERS_SINCE: Microversion = [1, 30];
+
+/**
+ * Whether a driver's detail shows an interface type at `version`: the types whose node field came
+ * after the dynamic interfaces (1.31) — storage 1.33, rescue 1.38, bios 1.40 — are hidden from older
+ * clients, as Ironic's `hide_fields_in_newer_versions` hides them.
+ */
+function shownAt(type: InterfaceType, version: Microversion): boolean {
+  const since = NODE_FIELDS.since(interfaceField(type));
+  return since === undefined || compareVersions(since, [1, 31]) <= 0 || compareVersions(version, since) >= 0;
+}
 
 export function driverRoutes(app: FastifyInstance, options: { store: Store; config: Config; drivers: DriverRegistry }): void {
   const { store, config, drivers } = options;
@@ -40,6 +52,7 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
       // The description is the catalogue's: conductors register interfaces, not prose.
       out.description = drivers.list().find((d) => d.name === info.name)?.description ?? null;
       for (const type of INTERFACE_TYPES) {
+        if (!shownAt(type, request.apiVersion)) continue;
         out[`default_${type}_interface`] = info.interfaces[type]?.default ?? null;
         out[`enabled_${type}_interfaces`] = info.interfaces[type]?.enabled ?? [];
       }

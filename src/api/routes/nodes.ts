@@ -166,6 +166,7 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
 /** Filters and the microversion each appeared in: older clients get 406, as from Ironic. */
 const FILTER_SINCE: ReadonlyArray<readonly [string, Microversion]> = [
   ['provision_state', [1, 9]], ['driver', [1, 16]], ['resource_class', [1, 21]], ['fault', [1, 42]], ['conductor_group', [1, 46]], ['conductor', [1, 49]],
+  ['owner', [1, 50]], ['description_contains', [1, 51]],
 ];
 
 /**
@@ -185,7 +186,7 @@ function parseNodeFilters(q: ListQuery, version: Microversion): NodeFilters {
   if (q.provision_state !== undefined) {
     filters.provision_state = parseChoice('provision_state', q.provision_state, PROVISION_STATES, 'enroll');
   }
-  for (const key of ['driver', 'conductor_group', 'resource_class', 'instance_uuid'] as const) {
+  for (const key of ['driver', 'conductor_group', 'resource_class', 'instance_uuid', 'owner', 'description_contains'] as const) {
     if (q[key] !== undefined) filters[key] = q[key];
   }
   const maintenance = parseBool('maintenance', q.maintenance);

@@ -5,6 +5,7 @@ export const IPMI_HARDWARE: HardwareType = {
   name: 'ipmi',
   description: 'IPMI BMC through ipmitool (lanplus): power and boot device; PXE or iPXE boot; ramdisk or direct deploy; agent inspection and rescue',
   supported: {
+    bios: ['no-bios'],
     boot: ['ipxe', 'pxe'],
     console: ['no-console'],
     deploy: ['ramdisk', 'direct'],
@@ -14,6 +15,7 @@ export const IPMI_HARDWARE: HardwareType = {
     power: ['ipmitool'],
     raid: ['no-raid'],
     rescue: ['no-rescue', 'agent'],
+    storage: ['noop'],
     vendor: ['no-vendor'],
   },
 };
