@@ -8,83 +8,13 @@
  * Without the binary these tests fail under CI (`CI=true`) and are skipped elsewhere with one line
  * naming the package (test/helpers/peers.ts).
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCli } from '../helpers/cli.js';
-import type { CliProcess } from '../helpers/cli.js';
-import { requirePeer } from '../helpers/peers.js';
-
-const BAREMETAL = process.env.TEST_BAREMETAL_BIN ?? 'baremetal';
-
-// TEST_BAREMETAL_BIN points at a client of the caller's choosing (a venv's, say), taken as is.
-const available = process.env.TEST_BAREMETAL_BIN !== undefined || requirePeer('baremetal', 'python3-ironicclient');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+import { describe, expect, it } from 'vitest';
+import { stockClientAvailable, useStockClient } from '../helpers/stock-client.js';
 
 type Row = Record<string, unknown>;
 
-/** Environment for the client: no OS_* settings or clouds.yaml of the caller, caches in `home`. */
-function clientEnv(home: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OS_') && !k.startsWith('IRONRING_')) env[k] = v;
-  return { ...env, HOME: home, XDG_CACHE_HOME: path.join(home, '.cache'), XDG_CONFIG_HOME: path.join(home, '.config') };
-}
-
-describe.skipIf(!available)('the stock baremetal port group commands against ironring up', () => {
-  let dir: string;
-  let up: CliProcess;
-  let endpoint: string;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'ironring-baremetal-portgroup-'));
-    // Two clients started at once in a fresh HOME race to create this (see baremetal-cli.test.ts).
-    mkdirSync(path.join(dir, '.cache', 'python-ironicclient'), { recursive: true });
-    up = startCli(
-      ['up', '--data-dir', path.join(dir, 'data'), '--api-address', '127.0.0.1:0', '--rpc-address', '127.0.0.1:0', '--tftp-address', '127.0.0.1:0', '--http-address', '127.0.0.1:0', '--host', 'aio'],
-      { cwd: dir },
-    );
-    endpoint = (await up.waitForOutput(/API: +(http:\/\/127\.0\.0\.1:\d+)\/v1/))[1]!;
-  });
-
-  afterAll(async () => {
-    if (up.child.exitCode === null) up.child.kill('SIGTERM');
-    await up.exited;
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  /** Runs `baremetal <args>` against ironring (asynchronous: each start costs Python a second). */
-  function baremetal(...args: string[]): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(BAREMETAL, ['--os-endpoint', endpoint, '--os-auth-type', 'none', ...args], { env: clientEnv(dir) });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
-      child.on('error', reject);
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-    });
-  }
-
-  async function ok(...args: string[]): Promise<string> {
-    const res = await baremetal(...args);
-    expect(res.code, `baremetal ${args.join(' ')}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`).toBe(0);
-    return res.stdout;
-  }
-
-  async function json<T = Row>(...args: string[]): Promise<T> {
-    return JSON.parse(await ok(...args, '-f', 'json')) as T;
-  }
+describe.skipIf(!stockClientAvailable)('the stock baremetal port group commands against ironring up', () => {
+  const { baremetal, ok, json } = useStockClient('baremetal-portgroup');
 
   let node: string;
   /** A second group, without a name or address (this client's `port group create` takes no --uuid). */
