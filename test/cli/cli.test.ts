@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { buildProgram, main } from '../../src/cli/main.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildProgram } from '../../src/cli/main.js';
 import { runCli } from '../helpers/cli.js';
+import { runMain } from '../helpers/cli-in-process.js';
 import { createTestDatabase, testEngines } from '../helpers/databases.js';
 
 const engines = await testEngines();
@@ -15,16 +16,8 @@ function commandPaths(cmd: Command, prefix: string[] = []): string[][] {
 
 /** `ironring <path> --help` run by main() in this process: its exit code and what it wrote to stdout. */
 async function helpInProcess(p: string[]): Promise<{ code: number; stdout: string }> {
-  let stdout = '';
-  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout += chunk.toString();
-    return true;
-  });
-  try {
-    return { code: await main(['node', 'ironring', ...p, '--help']), stdout };
-  } finally {
-    write.mockRestore();
-  }
+  const { code, stdout } = await runMain([...p, '--help']);
+  return { code, stdout };
 }
 
 let dir: string;

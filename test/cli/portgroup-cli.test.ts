@@ -5,73 +5,18 @@
  * usage error as exit code 2; and `port show|delete` by MAC address, which the API (finding ports by
  * uuid only, as Ironic's) answers through `?address=`.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.js';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import { openDatabase } from '../../src/db/connect.js';
-import type { Store } from '../../src/db/connect.js';
-import { migrateDatabase } from '../../src/db/migrate.js';
-import { createTestDatabase } from '../helpers/databases.js';
-import type { TestDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
-import type { InProcessApi } from '../helpers/in-process-api.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useCliApi } from '../helpers/cli-in-process.js';
 
 describe('ironring portgroup commands', () => {
-  let target: TestDatabase;
-  let store: Store;
-  let api: InProcessApi;
-  let url: string;
-
-  beforeAll(async () => {
-    target = await createTestDatabase('sqlite');
-    store = await openDatabase(target.url);
-    await migrateDatabase(store);
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    api = await startInProcessApi(store, config, createLogger({ level: 'silent', pretty: false }));
-    url = await api.app.listen({ host: '127.0.0.1', port: 0 });
-  });
-  afterAll(async () => {
-    await api.close();
-    await store.close();
-    await target.drop();
-  });
-
-  /** `ironring <command> <args> --url <api>` in this process: exit code and output. */
-  async function run(command: string, ...args: string[]): Promise<Run> {
-    let stdout = '';
-    let stderr = '';
-    const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      stdout += chunk.toString();
-      return true;
-    });
-    const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      stderr += chunk.toString();
-      return true;
-    });
-    try {
-      return { code: await main(['node', 'ironring', command, ...args, '--url', url]), stdout, stderr };
-    } finally {
-      out.mockRestore();
-      err.mockRestore();
-    }
-  }
-  const cli = (...args: string[]) => run('portgroup', ...args);
-  async function json<T = Record<string, unknown>>(...args: string[]): Promise<T> {
-    const res = await run(args[0] === 'port' ? 'port' : 'portgroup', ...(args[0] === 'port' ? args.slice(1) : args), '--format', 'json');
-    expect(res.code, `${args.join(' ')}: ${res.stderr}`).toBe(0);
-    return JSON.parse(res.stdout) as T;
-  }
+  const env = useCliApi();
+  const cli = (...args: string[]) => env.run('portgroup', ...args);
+  /** `json('port', …)` runs `ironring port …`; anything else is a `portgroup` command. */
+  const json = <T = Record<string, unknown>>(...args: string[]) => (args[0] === 'port' ? env.json<T>('port', ...args.slice(1)) : env.json<T>('portgroup', ...args));
   let node: string;
 
   beforeAll(async () => {
-    const res = await api.app.inject({ method: 'POST', url: '/v1/nodes', headers: { 'x-openstack-ironic-api-version': 'latest' }, payload: { driver: 'fake-hardware', name: 'pg-node' } });
+    const res = await env.api().app.inject({ method: 'POST', url: '/v1/nodes', headers: { 'x-openstack-ironic-api-version': 'latest' }, payload: { driver: 'fake-hardware', name: 'pg-node' } });
     expect(res.statusCode, res.body).toBe(201);
     node = (res.json() as { uuid: string }).uuid;
   });
@@ -101,10 +46,10 @@ describe('ironring portgroup commands', () => {
     expect(await json('port', 'show', '52:54:00:AB:00:02')).toMatchObject({ uuid: port.uuid, portgroup_uuid: uuid });
     const refused = await cli('delete', uuid);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toBe(`ironring: 400 from ${url}/v1/portgroups/${uuid}: cannot complete the requested action because portgroup ${uuid} contains ports\n`);
-    const gone = await run('port', 'delete', '52:54:00:ab:00:02');
+    expect(refused.stderr).toBe(`ironring: 400 from ${env.url()}/v1/portgroups/${uuid}: cannot complete the requested action because portgroup ${uuid} contains ports\n`);
+    const gone = await env.run('port', 'delete', '52:54:00:ab:00:02');
     expect(gone.stdout).toBe('Deleted port 52:54:00:ab:00:02\n');
-    const noPort = await run('port', 'show', '52:54:00:ab:00:02');
+    const noPort = await env.run('port', 'show', '52:54:00:ab:00:02');
     expect(noPort.code).toBe(1);
     expect(noPort.stderr).toMatch(/port 52:54:00:ab:00:02 could not be found/);
 
@@ -118,7 +63,7 @@ describe('ironring portgroup commands', () => {
     await json('create', '--node', node, '--name', 'taken');
     const dup = await cli('create', '--node', node, '--name', 'taken');
     expect(dup.code).toBe(1);
-    expect(dup.stderr).toBe(`ironring: 409 from ${url}/v1/portgroups: a portgroup with name "taken" already exists\n`);
+    expect(dup.stderr).toBe(`ironring: 409 from ${env.url()}/v1/portgroups: a portgroup with name "taken" already exists\n`);
     const badMac = await cli('set', 'taken', '--address', 'zz');
     expect(badMac.code).toBe(1);
     expect(badMac.stderr).toMatch(/^ironring: 400 from .*: \/address: "zz" is not a valid MAC address\n$/);

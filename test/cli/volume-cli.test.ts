@@ -3,75 +3,20 @@
  * its conductor in this process, through the same main() that bin/ironring runs: table and JSON
  * output, the API's refusals (a powered-on node) as one line and exit code 1, usage errors as 2.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.js';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import { openDatabase } from '../../src/db/connect.js';
-import type { Store } from '../../src/db/connect.js';
-import { migrateDatabase } from '../../src/db/migrate.js';
-import { createTestDatabase } from '../helpers/databases.js';
-import type { TestDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
-import type { InProcessApi } from '../helpers/in-process-api.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { describe, expect, it } from 'vitest';
+import { useCliApi } from '../helpers/cli-in-process.js';
 
 describe('ironring volume commands', () => {
-  let target: TestDatabase;
-  let store: Store;
-  let api: InProcessApi;
-  let url: string;
-
-  beforeAll(async () => {
-    target = await createTestDatabase('sqlite');
-    store = await openDatabase(target.url);
-    await migrateDatabase(store);
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    api = await startInProcessApi(store, config, createLogger({ level: 'silent', pretty: false }));
-    url = await api.app.listen({ host: '127.0.0.1', port: 0 });
-  });
-  afterAll(async () => {
-    await api.close();
-    await store.close();
-    await target.drop();
-  });
-
-  /** `ironring volume <args> --url <api>` in this process: exit code and output. */
-  async function cli(...args: string[]): Promise<Run> {
-    let stdout = '';
-    let stderr = '';
-    const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      stdout += chunk.toString();
-      return true;
-    });
-    const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      stderr += chunk.toString();
-      return true;
-    });
-    try {
-      return { code: await main(['node', 'ironring', 'volume', ...args, '--url', url]), stdout, stderr };
-    } finally {
-      out.mockRestore();
-      err.mockRestore();
-    }
-  }
-  async function json<T = Record<string, unknown>>(...args: string[]): Promise<T> {
-    const res = await cli(...args, '--format', 'json');
-    expect(res.code, `volume ${args.join(' ')}: ${res.stderr}`).toBe(0);
-    return JSON.parse(res.stdout) as T;
-  }
+  const env = useCliApi();
+  const cli = (...args: string[]) => env.run('volume', ...args);
+  const json = <T = Record<string, unknown>>(...args: string[]) => env.json<T>('volume', ...args);
 
   /** A node with the given power state (set in the database: no conductor timing). */
   async function node(power: string): Promise<string> {
-    const res = await api.app.inject({ method: 'POST', url: '/v1/nodes', headers: { 'x-openstack-ironic-api-version': 'latest' }, payload: { driver: 'fake-hardware' } });
+    const res = await env.api().app.inject({ method: 'POST', url: '/v1/nodes', headers: { 'x-openstack-ironic-api-version': 'latest' }, payload: { driver: 'fake-hardware' } });
     expect(res.statusCode, res.body).toBe(201);
     const uuid = (res.json() as { uuid: string }).uuid;
-    await store.db.updateTable('nodes').set({ power_state: power }).where('uuid', '=', uuid).execute();
+    await env.store().db.updateTable('nodes').set({ power_state: power }).where('uuid', '=', uuid).execute();
     return uuid;
   }
 
@@ -104,7 +49,7 @@ describe('ironring volume commands', () => {
 
     const refused = await cli('target', 'set', uuid, '--boot-index', '1');
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toBe(`ironring: 400 from ${url}/v1/volume/targets/${uuid}: The requested action "volume target update" can not be performed on node "${on}" while it is in state "power on".\n`);
+    expect(refused.stderr).toBe(`ironring: 400 from ${env.url()}/v1/volume/targets/${uuid}: The requested action "volume target update" can not be performed on node "${on}" while it is in state "power on".\n`);
     const missing = await cli('target', 'show', '00000000-0000-4000-8000-000000000000');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/^ironring: 404 from .*: Volume target 00000000-0000-4000-8000-000000000000 could not be found\.\n$/);
@@ -118,7 +63,7 @@ describe('ironring volume commands', () => {
     expect(noIndex.stderr).toBe('ironring: volume target create: --boot-index is required\n');
     expect((await cli('target', 'create', '--node', on, '--type', 'iscsi', '--volume-id', 'v', '--boot-index', 'one')).stderr).toMatch(/^ironring: --boot-index: expected an integer/);
 
-    await store.db.updateTable('nodes').set({ power_state: 'power off' }).where('uuid', '=', on).execute();
+    await env.store().db.updateTable('nodes').set({ power_state: 'power off' }).where('uuid', '=', on).execute();
     expect(await json('target', 'set', uuid, '--boot-index', '1', '--volume-id', 'vol-2')).toMatchObject({ boot_index: 1, volume_id: 'vol-2' });
     expect(await json('target', 'unset', uuid, '--properties', 'target_lun')).toMatchObject({ properties: {} });
     expect((await cli('target', 'delete', uuid)).stdout).toBe(`Deleted volume target ${uuid}\n`);
