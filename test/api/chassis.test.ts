@@ -5,43 +5,17 @@
  * create and PATCH with a chassis, the `?chassis_uuid=` filter and `/v1/chassis/{uuid}/nodes`.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import type { NodeOperations } from '../../src/conductor/node-operations.js';
+import { describe, expect, it } from 'vitest';
+import { LATEST, TIME_RE, UUID_RE, fault, useInProcessApi } from '../helpers/api-test.js';
+import type { Json } from '../helpers/api-test.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
 
 const engines = await testEngines();
-const LATEST = { 'x-openstack-ironic-api-version': 'latest' };
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TIME_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
-
-type Json = Record<string, unknown>;
-
-function fault(body: string): string {
-  return (JSON.parse((JSON.parse(body) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
-}
 
 describe.each(engines)('chassis API on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let ops: NodeOperations;
-
-  beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_API_MAX_LIMIT: '5', IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    // PATCH and DELETE of nodes go to a conductor: this process's own.
-    ({ app, ops } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => {
-    await Promise.allSettled([...ops.running]);
-    await app.close();
-  });
-
-  const send = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = LATEST) =>
-    app.inject({ method, url, headers, ...(payload !== undefined ? { payload: payload as object } : {}) });
-  const get = (url: string, headers?: Record<string, string>) => send('GET', url, undefined, headers);
+  const api = useInProcessApi(db, { IRONRING_API_MAX_LIMIT: '5' });
+  const { send, get } = api;
   async function created(body: Json): Promise<Json> {
     const res = await send('POST', '/v1/chassis', body);
     expect(res.statusCode, res.body).toBe(201);
@@ -114,7 +88,7 @@ describe.each(engines)('chassis API on %s', (engine) => {
       ['{"description":"a\\u0000b"}', /NUL/],
       ['{"extra":{"__proto__":{"x":1}}}', /__proto__/],
     ] as const) {
-      const res = await app.inject({ method: 'POST', url: '/v1/chassis', headers: { ...LATEST, 'content-type': 'application/json' }, payload: raw });
+      const res = await api.app().inject({ method: 'POST', url: '/v1/chassis', headers: { ...LATEST, 'content-type': 'application/json' }, payload: raw });
       expect(res.statusCode, raw).toBe(400);
       expect(fault(res.body), raw).toMatch(message);
     }
@@ -276,7 +250,7 @@ describe.each(engines)('chassis API on %s', (engine) => {
   it('moves a node between chassis with PATCH, refusing an unknown chassis, and clearing one only from 1.25', async () => {
     const [a, b] = [(await created({ description: 'a' })).uuid as string, (await created({ description: 'b' })).uuid as string];
     const n = (await node({ name: 'mover' })).uuid as string;
-    const patch = (ops: unknown, headers: Record<string, string> = LATEST) => app.inject({ method: 'PATCH', url: `/v1/nodes/${n}`, headers, payload: ops as object });
+    const patch = (ops: unknown, headers: Record<string, string> = LATEST) => api.app().inject({ method: 'PATCH', url: `/v1/nodes/${n}`, headers, payload: ops as object });
 
     // At 1.1 a chassis can be set and replaced, as in Ironic.
     const added = await patch([{ op: 'add', path: '/chassis_uuid', value: a }], {});

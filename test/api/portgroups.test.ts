@@ -6,45 +6,21 @@
  * network per group) and a node's delete taking its groups.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import type { NodeOperations } from '../../src/conductor/node-operations.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { LATEST, TIME_RE, UUID_RE, at, fault, useInProcessApi } from '../helpers/api-test.js';
+import type { Json } from '../helpers/api-test.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
 
 const engines = await testEngines();
-const LATEST = { 'x-openstack-ironic-api-version': 'latest' };
-const at = (version: string) => ({ 'x-openstack-ironic-api-version': version });
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TIME_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
-
-type Json = Record<string, unknown>;
-
-function fault(body: string): string {
-  return (JSON.parse((JSON.parse(body) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
-}
 
 describe.each(engines)('port group API on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let ops: NodeOperations;
+  const api = useInProcessApi(db, { IRONRING_API_MAX_LIMIT: '5' });
+  const { send, get } = api;
   let node: string;
-
   beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_API_MAX_LIMIT: '5', IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    ({ app, ops } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
     node = (await made('/v1/nodes', { driver: 'fake-hardware', name: 'n1' })).uuid as string;
   });
-  afterEach(async () => {
-    await Promise.allSettled([...ops.running]);
-    await app.close();
-  });
-
-  const send = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = LATEST) =>
-    app.inject({ method, url, headers, ...(payload !== undefined ? { payload: payload as object } : {}) });
-  const get = (url: string, headers?: Record<string, string>) => send('GET', url, undefined, headers);
   async function made(url: string, body: Json, headers: Record<string, string> = LATEST): Promise<Json> {
     const res = await send('POST', url, body, headers);
     expect(res.statusCode, res.body).toBe(201);
@@ -271,7 +247,7 @@ describe.each(engines)('port group API on %s', (engine) => {
     await made('/v1/ports', { node_uuid: node, address: '52:54:00:00:02:02', portgroup_uuid: kept.uuid });
     const deleted = await send('DELETE', `/v1/nodes/${node}`);
     expect(deleted.statusCode, deleted.body).toBe(204);
-    await Promise.allSettled([...ops.running]);
+    await Promise.allSettled([...api.ops().running]);
     expect((await get('/v1/portgroups')).json()).toEqual({ portgroups: [] });
     expect((await get('/v1/ports')).json()).toEqual({ ports: [] });
   });

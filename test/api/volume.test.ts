@@ -6,44 +6,19 @@
  * it is powered off and unlocked, and that deleting a node deletes them.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import type { NodeOperations } from '../../src/conductor/node-operations.js';
+import { describe, expect, it } from 'vitest';
+import { LATEST, TIME_RE, UUID_RE, fault, useInProcessApi } from '../helpers/api-test.js';
+import type { Json } from '../helpers/api-test.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
 
 const engines = await testEngines();
 const V132 = { 'x-openstack-ironic-api-version': '1.32' };
-const LATEST = { 'x-openstack-ironic-api-version': 'latest' };
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TIME_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
-
-type Json = Record<string, unknown>;
-
-function fault(body: string): string {
-  return (JSON.parse((JSON.parse(body) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
-}
 
 describe.each(engines)('volume API on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let ops: NodeOperations;
-
-  beforeEach(async () => {
-    // A held lock is retried twice, a second apart, as the conductor's [conductor] options say.
-    const env = { IRONRING_API_MAX_LIMIT: '5', IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth', IRONRING_CONDUCTOR_NODE_LOCKED_RETRY_ATTEMPTS: '2', IRONRING_CONDUCTOR_NODE_LOCKED_RETRY_INTERVAL: '1' };
-    ({ app, ops } = await startInProcessApi(db.store, loadConfig({ env }).config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => {
-    await Promise.allSettled([...ops.running]);
-    await app.close();
-  });
-
-  const send = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = V132) =>
-    app.inject({ method, url, headers, ...(payload !== undefined ? { payload: payload as object } : {}) });
-  const get = (url: string, headers?: Record<string, string>) => send('GET', url, undefined, headers);
+  // A held lock is retried twice, a second apart, as the conductor's [conductor] options say.
+  const api = useInProcessApi(db, { IRONRING_API_MAX_LIMIT: '5', IRONRING_CONDUCTOR_NODE_LOCKED_RETRY_ATTEMPTS: '2', IRONRING_CONDUCTOR_NODE_LOCKED_RETRY_INTERVAL: '1' }, V132);
+  const { send, get } = api;
   async function created(kind: 'connectors' | 'targets', body: Json): Promise<Json> {
     const res = await send('POST', `/v1/volume/${kind}`, body);
     expect(res.statusCode, res.body).toBe(201);
