@@ -10,7 +10,7 @@ export type Microversion = readonly [number, number];
 
 export const MIN_VERSION: Microversion = [1, 1];
 /** Raised as the API surface grows; never above what ironring actually implements. */
-export const MAX_VERSION: Microversion = [1, 51];
+export const MAX_VERSION: Microversion = [1, 82];
 
 export const VERSION_HEADER = 'X-OpenStack-Ironic-API-Version';
 export const MIN_VERSION_HEADER = 'X-OpenStack-Ironic-API-Minimum-Version';

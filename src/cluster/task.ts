@@ -21,7 +21,7 @@ export { HISTORY_SEVERITIES } from './reservations.js';
 export type { HistorySeverity, ReleasedNode, ReleaseOptions } from './reservations.js';
 
 /** The node's JSON columns: a patch gives them as objects, the task encodes them. */
-type JsonColumn = 'driver_info' | 'driver_internal_info' | 'properties' | 'instance_info' | 'extra';
+type JsonColumn = 'driver_info' | 'driver_internal_info' | 'properties' | 'instance_info' | 'extra' | 'network_data';
 /**
  * Columns a task never writes: identity, the lock itself, timestamps the task maintains, and
  * `conductor_affinity`, which only a release says (`release({ affinity })`), with the lock.
@@ -33,7 +33,7 @@ export type NodePatch = Omit<Updateable<NodesTable>, FixedColumn | JsonColumn> &
   [K in JsonColumn]?: Record<string, unknown>;
 };
 
-const JSON_PATCH_COLUMNS: readonly JsonColumn[] = ['driver_info', 'driver_internal_info', 'properties', 'instance_info', 'extra'];
+const JSON_PATCH_COLUMNS: readonly JsonColumn[] = ['driver_info', 'driver_internal_info', 'properties', 'instance_info', 'extra', 'network_data'];
 const FIXED_COLUMNS: readonly FixedColumn[] = ['id', 'uuid', 'reservation', 'conductor_affinity', 'created_at', 'updated_at'];
 
 /** PostgreSQL NOTIFY channel announcing that a node changed (payload: its conductor group). */

@@ -7,6 +7,7 @@ import type { NodeTask } from '../cluster/task.js';
 import { PowerActionFailed } from '../drivers/index.js';
 import type { DriverTask, PowerState } from '../drivers/index.js';
 import type { StepResult } from './provision-steps.js';
+import { reportedBootSettings } from './boot-mode.js';
 
 /**
  * `adopting` (Ironic's `do_node_adopt`): the boot and deploy interfaces validate, the node is
@@ -59,5 +60,6 @@ export async function verify(task: NodeTask, driverTask: DriverTask): Promise<St
     const cause = err instanceof PowerActionFailed && err.cause instanceof Error ? err.cause : (err as Error);
     throw new Error(`Failed to get power state for node ${uuid}. Error: ${cause.message}`, { cause: err });
   }
-  return { event: 'done', changes: { power_state: state } };
+  // As Ironic's verify: the boot mode and secure boot state the management interface reports.
+  return { event: 'done', changes: { power_state: state, ...(await reportedBootSettings(driverTask)) } };
 }

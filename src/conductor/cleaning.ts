@@ -6,9 +6,10 @@
  * `driver_internal_info` says it is — on whichever conductor owns the node then.
  */
 import type { NodePatch, NodeTask } from '../cluster/task.js';
-import { automatedCleanSteps, executeCleanStep, prepareCleaning, tearDownCleaning } from '../drivers/index.js';
+import { InvalidParameter } from '../common/errors.js';
+import { automatedCleanSteps, cleanStepsOf, executeCleanStep, prepareCleaning, tearDownCleaning } from '../drivers/index.js';
 import type { CleanStepRequest, DriverTask } from '../drivers/index.js';
-import { finishEvent } from '../nodes/state-machine.js';
+import { cleaningEndEvent } from '../nodes/retirement.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 
 export interface CleaningDeps {
@@ -26,8 +27,27 @@ export interface CleanResult {
   keepAgent?: boolean;
 }
 
-/** The keys of `driver_internal_info` a clean keeps while it runs (Ironic's, but for the last two). */
-const CLEAN_BOOKKEEPING = ['clean_steps', 'clean_step', 'clean_step_index', 'clean_step_done', 'clean_step_state'];
+/**
+ * The key of `driver_internal_info` that marks a manual clean without the ramdisk (API 1.70's
+ * `disable_ramdisk`), as Ironic names it; kept while the clean runs, dropped when it ends.
+ */
+export const DISABLE_RAMDISK_KEY = 'cleaning_disable_ramdisk';
+
+/** The keys of `driver_internal_info` a clean keeps while it runs (Ironic's, but for clean_step_done and clean_step_state). */
+const CLEAN_BOOKKEEPING = ['clean_steps', 'clean_step', 'clean_step_index', 'clean_step_done', 'clean_step_state', DISABLE_RAMDISK_KEY];
+
+/**
+ * Refuses (400, naming each) the steps of a manual clean with `disable_ramdisk` that need the
+ * node's ramdisk: such a clean boots none, so they could not run. Steps say so with
+ * `requiresRamdisk: false` (out-of-band steps); unsaid means they need it, as in Ironic.
+ */
+export function refuseRamdiskSteps(driverTask: DriverTask, steps: readonly CleanStepRequest[]): void {
+  const offered = cleanStepsOf(driverTask);
+  const needing = steps.filter((wanted) => offered.find((s) => s.interface === wanted.interface && s.step === wanted.step)?.requiresRamdisk !== false);
+  if (needing.length > 0) {
+    throw new InvalidParameter(`clean_steps: with disable_ramdisk, ${needing.map((s) => `clean step ${s.interface}.${s.step}`).join(', ')} ${needing.length > 1 ? 'require' : 'requires'} booting a ramdisk; only out-of-band steps can run without one`);
+  }
+}
 
 export function withoutCleanBookkeeping(internal: Readonly<Record<string, unknown>>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(internal).filter(([key]) => !CLEAN_BOOKKEEPING.includes(key)));
@@ -49,6 +69,9 @@ export function withoutCleanBookkeeping(internal: Readonly<Record<string, unknow
 export async function clean(task: NodeTask, driverTask: DriverTask, status: ProvisionStatus, deps: CleaningDeps): Promise<CleanResult> {
   const manual = status.target === 'manageable';
   const { clean_steps: stored, clean_step_index: storedIndex, clean_step_done: stepDone } = task.node.driver_internal_info;
+  // A manual clean without the ramdisk (API 1.70): nothing is booted for it, nor torn down after.
+  const noRamdisk = manual && task.node.driver_internal_info[DISABLE_RAMDISK_KEY] === true;
+  const running = noRamdisk ? { [DISABLE_RAMDISK_KEY]: true } : {};
   /** `driver_internal_info` as it is now, the clean's bookkeeping replaced by `extra`. */
   const info = (extra: Record<string, unknown>) => ({ ...withoutCleanBookkeeping(task.node.driver_internal_info), ...extra });
   let steps: CleanStepRequest[];
@@ -72,10 +95,12 @@ export async function clean(task: NodeTask, driverTask: DriverTask, status: Prov
         : "automated cleaning: the node's interfaces offer no clean steps";
       await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: `${why}; nothing was run` });
       await task.update({ driver_internal_info: info({ clean_steps: [] }) });
-      return { event: finishEvent(status) };
+      return { event: cleaningEndEvent(status, task.node.retired) };
     }
     index = 0;
-    if ((await cleaningPart(task, driverTask, () => prepareCleaning(driverTask), 'getting the node ready for cleaning failed')) === 'wait') {
+    if (noRamdisk) {
+      await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: 'manual cleaning without the ramdisk (disable_ramdisk): no agent is booted' });
+    } else if ((await cleaningPart(task, driverTask, () => prepareCleaning(driverTask), 'getting the node ready for cleaning failed')) === 'wait') {
       await task.update({ driver_internal_info: info({ clean_steps: steps, clean_step_index: 0 }) });
       await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: "cleaning waits for the node's agent to boot and call back" });
       return { event: 'wait', changes: await deps.readPower(driverTask) };
@@ -84,17 +109,17 @@ export async function clean(task: NodeTask, driverTask: DriverTask, status: Prov
   for (; index < steps.length; index++) {
     const step = steps[index]!;
     const name = `${step.interface}.${step.step}`;
-    await task.update({ driver_internal_info: info({ clean_steps: steps, clean_step_index: index, clean_step: step }) });
+    await task.update({ driver_internal_info: info({ ...running, clean_steps: steps, clean_step_index: index, clean_step: step }) });
     const outcome = await cleaningPart(task, driverTask, () => executeCleanStep(driverTask, step), `clean step ${name} failed`);
     if (outcome !== null) {
-      await task.update({ driver_internal_info: info({ clean_steps: steps, clean_step_index: index, clean_step: step, ...(outcome.state ? { clean_step_state: outcome.state } : {}) }) });
+      await task.update({ driver_internal_info: info({ ...running, clean_steps: steps, clean_step_index: index, clean_step: step, ...(outcome.state ? { clean_step_state: outcome.state } : {}) }) });
       return { event: 'wait' };
     }
     await task.recordHistory({ eventType: 'clean', severity: 'INFO', event: `clean step ${name} done` });
   }
-  const { keepAgent } = await cleaningPart(task, driverTask, () => tearDownCleaning(driverTask), 'ending the clean failed');
+  const { keepAgent } = noRamdisk ? { keepAgent: false } : await cleaningPart(task, driverTask, () => tearDownCleaning(driverTask), 'ending the clean failed');
   await task.update({ driver_internal_info: info({ clean_steps: steps }) });
-  return { event: finishEvent(status), changes: await deps.readPower(driverTask), keepAgent };
+  return { event: cleaningEndEvent(status, task.node.retired), changes: await deps.readPower(driverTask), keepAgent };
 }
 
 /**

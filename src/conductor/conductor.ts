@@ -32,6 +32,7 @@ import type { Store } from '../db/connect.js';
 import { kernelParamWords } from '../drivers/direct/agent-ramdisk.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
+import { AllocationWorker } from './allocations.js';
 import { startBootServices } from './boot-services.js';
 import { DiscoveryBoot } from './discovery-boot.js';
 import { inspectorSettings } from './inspection.js';
@@ -82,6 +83,8 @@ interface StartedParts {
   reconciler: Reconciler;
   powerSync: PowerSync;
   waitTimeouts: WaitTimeouts;
+  /** The allocating process for the allocations the ring gives this conductor. */
+  allocations: AllocationWorker;
 }
 
 export class Conductor {
@@ -248,7 +251,17 @@ export class Conductor {
       timeouts: { 'wait call-back': c.deploy_callback_timeout, 'clean wait': c.clean_callback_timeout, 'inspect wait': c.inspect_wait_timeout, 'rescue wait': c.rescue_callback_timeout },
       fail: (uuid, state, seconds) => operations.failWaitTimeout(uuid, state, seconds),
     });
-    return { drivers, operations, reconciler, powerSync, waitTimeouts };
+    const allocations = new AllocationWorker({
+      store,
+      hostname: this.hostname,
+      view: this.view,
+      logger: this.log,
+      conductorId: () => this.conductorId,
+      // PostgreSQL announces new allocations; the poll there only backs notifications up.
+      pollMs: store.engine === 'sqlite' ? 500 : 5000,
+      retry: { attempts: config.conductor.node_locked_retry_attempts, intervalMs: config.conductor.node_locked_retry_interval * 1000 },
+    });
+    return { drivers, operations, reconciler, powerSync, waitTimeouts, allocations };
   }
 
   async start(): Promise<void> {
@@ -293,6 +306,7 @@ export class Conductor {
       await this.reconciler.start();
       this.powerSync.start();
       this.started().waitTimeouts.start();
+      await this.started().allocations.start();
     } catch (err) {
       await this.rpc.close();
       throw err;
@@ -376,7 +390,7 @@ export class Conductor {
     await this.boot?.proxyDhcp?.close();
     // No new take-overs or clean-ups (a pass in flight stops at its next node): this conductor's
     // files keep serving until the others took over. Going offline does not wait for it.
-    const halted = Promise.all([this.parts?.reconciler.stop(), this.parts?.powerSync.stop(), this.parts?.waitTimeouts.stop()]);
+    const halted = Promise.all([this.parts?.reconciler.stop(), this.parts?.powerSync.stop(), this.parts?.waitTimeouts.stop(), this.parts?.allocations.stop()]);
     this.tracker.drain();
     this.log.info('stopping: going offline');
     try {

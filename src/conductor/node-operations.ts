@@ -16,8 +16,9 @@ import type { NodePatch, NodeTask, TaskTracker } from '../cluster/task.js';
 import type { Store } from '../db/connect.js';
 import { isForeignKeyViolation, uniqueViolation } from '../db/errors.js';
 import type { DriverRegistry } from '../drivers/index.js';
-import { BOOT_DEVICES } from '../drivers/index.js';
+import { BOOT_DEVICES, UnknownInterface } from '../drivers/index.js';
 import type { BootDevice, CleanStepRequest, DriverPort, DriverTask } from '../drivers/index.js';
+import type { DeployStepRequest } from '../drivers/deploy-steps.js';
 import { applyNodePatch } from '../nodes/node-patch.js';
 import type { PatchOperation } from '../nodes/node-patch.js';
 import { unknownChassisOfNode } from '../nodes/chassis-store.js';
@@ -25,6 +26,7 @@ import { nodeColumns } from '../nodes/node-store.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { expectsAgent } from '../nodes/state-machine.js';
 import { protectionChanges, refuseIfProtected } from '../nodes/protection.js';
+import { retirementChanges } from '../nodes/retirement.js';
 import { isPowerAction, WORKING_STATES } from '../nodes/states.js';
 import type { ProvisionAction } from '../nodes/states.js';
 import type { InspectorSettings } from './inspection.js';
@@ -36,6 +38,9 @@ import { provision } from './provision-actions.js';
 import { getConsole, setConsoleMode, setTargetRaidConfig } from './console-raid.js';
 import type { ConsoleState } from './console-raid.js';
 import { drive, readPower } from './provision-steps.js';
+import { clearInstanceAllocation } from './allocations.js';
+import { changeBootSetting } from './boot-mode.js';
+import type { NodeBootMode } from '../drivers/capabilities.js';
 import { continueInspection, failWaitTimeout } from './waiting-work.js';
 
 /** Options of a provision action as the API passes them on. */
@@ -45,6 +50,10 @@ export interface ProvisionOptions {
   cleanSteps?: readonly CleanStepRequest[];
   /** `rescue`: the crypt hash of the rescue password (the API hashed it). */
   rescuePasswordHash?: string;
+  /** `deploy`/`rebuild`: the request's `deploy_steps` (API 1.69), already shaped by `checkDeploySteps`. */
+  deploySteps?: readonly DeployStepRequest[];
+  /** A manual clean that boots no ramdisk (API 1.70): only steps that need none are accepted. */
+  disableRamdisk?: boolean;
 }
 
 /** Provision states from which a node may be deleted (Ironic's rule). */
@@ -98,6 +107,10 @@ const RESUMABLE_STATES: ReadonlySet<string> = new Set(WORKING_STATES);
 export class NodeOperations {
   /** Background work in flight, so tests and shutdown can wait for it. */
   readonly running = new Set<Promise<void>>();
+  /** What the actions of other modules (`node-extras-rpc.ts`: VIFs, NMI, vendor passthru) work through. */
+  get nodeWork(): NodeWork {
+    return this.work;
+  }
   /** What this class's work modules get of it (`NodeWork`). */
   private readonly work: NodeWork;
 
@@ -185,23 +198,30 @@ export class NodeOperations {
     });
   }
 
-  /** Applies a JSON Patch; returns the updated node. */
-  async update(uuid: string, ops: readonly PatchOperation[]): Promise<NodeRow> {
+  /**
+   * Applies a JSON Patch; returns the updated node. A new driver keeps the node's interfaces (each
+   * must be one the driver enables: 400 otherwise, as Ironic) unless `resetInterfaces` (API 1.45's
+   * `reset_interfaces`): then those the patch does not set go to the new driver's defaults.
+   */
+  async update(uuid: string, ops: readonly PatchOperation[], resetInterfaces = false): Promise<NodeRow> {
     return withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'update', retry: this.deps.retry }, async (task) => {
       // Protection and maintenance have rules beyond their fields' (Ironic's conductor's).
       const changes = applyNodePatch(task.node, ops);
       Object.assign(changes, protectionChanges(task.node, changes));
+      Object.assign(changes, retirementChanges(task.node, changes));
       const driver = changes.driver ?? task.node.driver;
       const requested: Record<string, string | null | undefined> = {};
       for (const [key, value] of Object.entries(task.node)) if (key.endsWith('_interface')) requested[key] = value as string | null;
       for (const [key, value] of Object.entries(changes)) if (key.endsWith('_interface')) requested[key] = value as string | null;
-      // A new driver resets the interfaces it does not offer to its defaults, as Ironic does.
-      const resolved = changes.driver !== undefined && changes.driver !== task.node.driver
+      const newDriver = changes.driver !== undefined && changes.driver !== task.node.driver;
+      const resolved = newDriver && resetInterfaces
         ? this.deps.drivers.validateInterfaces(driver, Object.fromEntries(Object.entries(changes).filter(([k]) => k.endsWith('_interface'))) as Record<string, string | null>)
-        : this.deps.drivers.validateInterfaces(driver, requested);
+        : keptInterfaces(() => this.deps.drivers.validateInterfaces(driver, requested), newDriver);
       if (changes.instance_uuid !== undefined && task.node.instance_uuid !== null && changes.instance_uuid !== null && changes.instance_uuid !== task.node.instance_uuid) {
         throw new Conflict(`node ${task.node.uuid} is already associated with instance ${task.node.instance_uuid}`);
       }
+      // Clearing the instance of a node with an allocation removes the allocation, as Ironic's.
+      if (changes.instance_uuid === null) await clearInstanceAllocation(this.deps.store, task.node);
       // A chassis named by uuid is stored by id (400 naming chassis_uuid when there is none).
       const columns = await nodeColumns(this.deps.store, changes as { chassis_uuid?: string | null });
       try {
@@ -222,7 +242,8 @@ export class NodeOperations {
   async destroy(uuid: string): Promise<void> {
     await withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'delete', retry: this.deps.retry }, async (task) => {
       const { node } = task;
-      if (node.instance_uuid !== null) throw new Conflict(`node ${node.uuid} is associated with instance ${node.instance_uuid}; undeploy it first`);
+      // In maintenance a node with an instance (or an allocation, which goes with it) may go, as Ironic's.
+      if (node.instance_uuid !== null && !node.maintenance) throw new Conflict(`node ${node.uuid} is associated with instance ${node.instance_uuid}; undeploy it first`);
       refuseIfProtected(node);
       if (!DELETE_ALLOWED_STATES.includes(node.provision_state)) {
         throw new Conflict(`node ${node.uuid} cannot be deleted in provision state "${node.provision_state}"; allowed in: ${DELETE_ALLOWED_STATES.join(', ')}`);
@@ -293,6 +314,16 @@ export class NodeOperations {
     return setConsoleMode(this.work, uuid, enabled);
   }
 
+  /** Changes the node's boot mode through its management interface; resolves once accepted (`boot-mode.ts`). */
+  setBootMode(uuid: string, mode: NodeBootMode): Promise<void> {
+    return changeBootSetting(this.work, uuid, { kind: 'boot_mode', target: mode });
+  }
+
+  /** Turns the node's secure boot on or off through its management interface (`boot-mode.ts`). */
+  setSecureBoot(uuid: string, on: boolean): Promise<void> {
+    return changeBootSetting(this.work, uuid, { kind: 'secure_boot', target: on });
+  }
+
   /** Stores the node's target RAID configuration, checked by its RAID interface (`console-raid.ts`). */
   setTargetRaidConfig(uuid: string, config: Record<string, unknown>): Promise<void> {
     return setTargetRaidConfig(this.work, uuid, config);
@@ -343,5 +374,18 @@ export class NodeOperations {
     await withTask(this.deps.store, uuid, { host: this.deps.host, tracker: this.deps.tracker, purpose: 'maintenance', retry: this.deps.retry }, async (task) => {
       await task.update({ maintenance: on, maintenance_reason: on ? reason : null });
     });
+  }
+}
+
+/**
+ * The interfaces a patch leaves the node with; when a new driver does not enable one the node keeps,
+ * the refusal says how to go on (set it in the same patch, or reset the interfaces).
+ */
+function keptInterfaces<T>(resolve: () => T, newDriver: boolean): T {
+  try {
+    return resolve();
+  } catch (err) {
+    if (!newDriver || !(err instanceof UnknownInterface)) throw err;
+    throw new InvalidParameter(`${err.message}; set it in the same patch, or send ?reset_interfaces=true (API 1.45) to reset the interfaces the patch does not set to the new driver's defaults`);
   }
 }

@@ -11,11 +11,13 @@ import { RESCUE_PASSWORD_KEY, validateCleanSteps } from '../drivers/index.js';
 import type { CleanStepRequest } from '../drivers/index.js';
 import { applyAction } from '../nodes/state-machine.js';
 import { refuseIfProtected } from '../nodes/protection.js';
+import { refuseIfRetired } from '../nodes/retirement.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import type { ProvisionAction, ProvisionState, StableState } from '../nodes/states.js';
 import { withAgentSession } from './agent-session.js';
-import { abortCleaning, withoutCleanBookkeeping } from './cleaning.js';
+import { abortCleaning, DISABLE_RAMDISK_KEY, refuseRamdiskSteps, withoutCleanBookkeeping } from './cleaning.js';
 import type { NodeWork, ProvisionOptions } from './node-operations.js';
+import { startDeployInfo } from './deploy-steps.js';
 import { drive } from './provision-steps.js';
 import { abortWaiting } from './waiting-work.js';
 
@@ -34,9 +36,13 @@ export async function provision(work: NodeWork, uuid: string, action: ProvisionA
     const next = applyAction(status, action);
     // Ironic refuses these for a protected node (403) after the state check.
     if (action === 'deleted' || action === 'undeploy' || action === 'rebuild') refuseIfProtected(task.node);
+    // Nor is a retired node made available again (400, as Ironic's NodeIsRetired).
+    if (next.event === 'provide') refuseIfRetired(task.node, 'providing');
     // A clean starts afresh: what an earlier one left (a failed one's step index) must not be
     // taken for a clean coming back from `clean wait`.
-    const internal = (await checkSupported(work, task, next.event, options.cleanSteps)) ?? (next.state === 'cleaning' ? withoutCleanBookkeeping(task.node.driver_internal_info) : undefined);
+    const internal = (await checkSupported(work, task, next.event, options.cleanSteps, options.disableRamdisk === true)) ?? (next.state === 'cleaning' ? withoutCleanBookkeeping(task.node.driver_internal_info) : undefined);
+    // A deploy starts afresh too: its templates' steps and its deploy_steps (API 1.69) checked first.
+    const deployInternal = await startDeployInfo(work.deps.store, task.node, next.state, () => work.driverTask(task), options.deploySteps);
     let instanceInfo: Record<string, unknown> | undefined = options.configdrive !== undefined ? { ...task.node.instance_info, configdrive: options.configdrive } : undefined;
     // Kept where Ironic keeps it, until the agent has set it (never the password in clear).
     if (options.rescuePasswordHash !== undefined) instanceInfo = { ...task.node.instance_info, [RESCUE_PASSWORD_KEY]: options.rescuePasswordHash };
@@ -46,7 +52,7 @@ export async function provision(work: NodeWork, uuid: string, action: ProvisionA
       provision_updated_at: new Date(),
       last_error: null,
       ...(instanceInfo ? { instance_info: instanceInfo } : {}),
-      ...(internal ? { driver_internal_info: internal } : {}),
+      ...((internal ?? deployInternal) ? { driver_internal_info: internal ?? deployInternal } : {}),
     }));
     await task.recordHistory({ eventType: 'provisioning', severity: 'INFO', event: `${action}: ${status.state} → ${next.state}` });
     abortsCleaning = status.state === 'clean wait' && next.state === 'clean failed';
@@ -74,8 +80,9 @@ export async function provision(work: NodeWork, uuid: string, action: ProvisionA
  * `UnsupportedDriverExtension`), and a manual `clean` needs `clean_steps` that the node's interfaces
  * offer. Returns the `driver_internal_info` to write with the new state, if it changes.
  */
-async function checkSupported(work: NodeWork, task: NodeTask, event: string, cleanSteps: readonly CleanStepRequest[] | undefined): Promise<Record<string, unknown> | undefined> {
+async function checkSupported(work: NodeWork, task: NodeTask, event: string, cleanSteps: readonly CleanStepRequest[] | undefined, disableRamdisk = false): Promise<Record<string, unknown> | undefined> {
   if (cleanSteps !== undefined && event !== 'clean') throw new InvalidParameter('"clean_steps" is only valid when setting target provision state to clean');
+  if (disableRamdisk && event !== 'clean') throw new InvalidParameter('disable_ramdisk: only valid with manual cleaning (target "clean")');
   const driverTask = await work.driverTask(task);
   const { driver } = driverTask;
   switch (event) {
@@ -93,9 +100,11 @@ async function checkSupported(work: NodeWork, task: NodeTask, event: string, cle
     case 'clean': {
       if (cleanSteps === undefined) throw new InvalidParameter('"clean_steps" is required when setting target provision state to clean');
       validateCleanSteps(driverTask, cleanSteps);
+      // Without the ramdisk (API 1.70) only out-of-band steps can run: the others are refused, not skipped.
+      if (disableRamdisk) refuseRamdiskSteps(driverTask, cleanSteps);
       await driver.power.validate(driverTask);
       // The steps to run, kept where Ironic keeps them; nothing of an earlier clean's progress.
-      return { ...withoutCleanBookkeeping(task.node.driver_internal_info), clean_steps: cleanSteps.map((s) => ({ ...s })) };
+      return { ...withoutCleanBookkeeping(task.node.driver_internal_info), clean_steps: cleanSteps.map((s) => ({ ...s })), ...(disableRamdisk ? { [DISABLE_RAMDISK_KEY]: true } : {}) };
     }
     default:
       return undefined;

@@ -9,12 +9,14 @@ import type { NodePatch, NodeTask } from '../cluster/task.js';
 import type { Logger } from '../common/logger.js';
 import { RESCUE_FINALIZED_KEY, RESCUE_PASSWORD_KEY } from '../drivers/index.js';
 import type { DriverPort, DriverTask } from '../drivers/index.js';
+import { deleteAllocationOfNode } from '../nodes/allocation-store.js';
 import { bootNeed, stateKind, transition } from '../nodes/state-machine.js';
 import type { ProvisionStatus } from '../nodes/state-machine.js';
 import type { ProvisionState, StableState } from '../nodes/states.js';
 import { adopt, verify } from './adoption.js';
 import { withAgentSession } from './agent-session.js';
 import { clean, withoutCleanBookkeeping } from './cleaning.js';
+import { deployWork, withoutDeployBookkeeping } from './deploy-steps.js';
 import type { NodeWork } from './node-operations.js';
 
 /** The events a conductor fires when a state's work ends. */
@@ -140,21 +142,17 @@ async function stateWork(work: NodeWork, task: NodeTask, driverTask: DriverTask,
       return { event: 'done' };
     case 'adopting':
       return adopt(task, driverTask);
-    case 'deploying': {
-      await driver.deploy.validate(driverTask);
-      await driver.deploy.prepare(driverTask);
-      const outcome = await driver.deploy.deploy(driverTask);
-      if (typeof outcome === 'object') {
-        return { event: 'wait', changes: { driver_internal_info: { ...task.node.driver_internal_info, ...outcome.internal }, ...(await work.readPower(driverTask)) } };
-      }
-      return { event: outcome, changes: await work.readPower(driverTask) };
-    }
+    case 'deploying':
+      // The deploy's steps, the deploy interface's own (validate, prepare, deploy) among them.
+      return deployWork(task, driverTask, work.deps.store, (d) => work.readPower(d));
     case 'deleting':
       // Tear-down ends in cleaning, as in Ironic: the node is cleaned before it is available again.
       // The instance's fields go with the instance (Ironic clears them at tear-down, never at provide).
       await driver.deploy.tearDown(driverTask);
       await driver.deploy.cleanUp(driverTask);
-      return { event: 'clean', changes: { instance_uuid: null, instance_info: {}, driver_internal_info: withoutCleanBookkeeping(task.node.driver_internal_info), ...(await work.readPower(driverTask)) } };
+      // The node's allocation goes with its instance (Ironic's tear-down destroys it).
+      await deleteAllocationOfNode(work.deps.store, task.node.id);
+      return { event: 'clean', changes: { instance_uuid: null, instance_info: {}, driver_internal_info: withoutDeployBookkeeping(withoutCleanBookkeeping(task.node.driver_internal_info)), ...(await work.readPower(driverTask)) } };
     default:
       return { event: null };
   }

@@ -16,7 +16,9 @@ import { parseCleanSteps } from '../drivers/index.js';
 import { parsePatch } from '../nodes/node-patch.js';
 import type { NodeRow } from '../nodes/node-store.js';
 import { isProvisionAction } from '../nodes/states.js';
+import { checkDeploySteps } from '../nodes/deploy-template-fields.js';
 import type { NodeOperations } from './node-operations.js';
+import { NODE_EXTRA_ACTIONS } from './node-extras-rpc.js';
 
 /**
  * The fields of a node an RPC answer may carry: its identity and states. An allow-list, not a
@@ -49,7 +51,14 @@ function fields<T extends object>(body: unknown): Partial<T> {
  * calling its own conductor) both go through it, so the two paths cannot drift apart.
  */
 const ACTIONS: Readonly<Record<string, Handler>> = {
-  'POST update': async (ops, uuid, body) => ({ node: rpcNodeView(await ops.update(uuid, parsePatch(body))) }),
+  ...NODE_EXTRA_ACTIONS,
+  // The patch alone, or `{patch, reset_interfaces}` when a new driver resets the other interfaces (API 1.45).
+  'POST update': async (ops, uuid, body) => {
+    if (Array.isArray(body)) return { node: rpcNodeView(await ops.update(uuid, parsePatch(body))) };
+    const { patch, reset_interfaces: reset } = fields<{ patch: unknown; reset_interfaces: unknown }>(body);
+    if (reset !== undefined && typeof reset !== 'boolean') throw new InvalidParameter('reset_interfaces: expected true or false');
+    return { node: rpcNodeView(await ops.update(uuid, parsePatch(patch), reset === true)) };
+  },
 
   'POST destroy': async (ops, uuid) => {
     await ops.destroy(uuid);
@@ -58,12 +67,17 @@ const ACTIONS: Readonly<Record<string, Handler>> = {
 
   'POST provision': async (ops, uuid, body) => {
     const { target, configdrive, clean_steps: cleanSteps, rescue_password_hash: rescueHash } = fields<{ target: unknown; configdrive: unknown; clean_steps: unknown; rescue_password_hash: unknown }>(body);
+    const { disable_ramdisk: disableRamdisk } = fields<{ disable_ramdisk: unknown }>(body);
+    const { deploy_steps: deploySteps } = fields<{ deploy_steps: unknown }>(body);
+    if (disableRamdisk !== undefined && typeof disableRamdisk !== 'boolean') throw new InvalidParameter('disable_ramdisk: expected true or false');
     if (rescueHash !== undefined && (typeof rescueHash !== 'string' || !CRYPT_HASH.test(rescueHash))) throw new InvalidParameter('rescue_password_hash: expected a SHA-256 or SHA-512 crypt hash');
     if (!isProvisionAction(target)) throw new InvalidParameter(`target: ${JSON.stringify(target)} is not a provision action`);
     await ops.provision(uuid, target, {
       ...(configdrive !== undefined ? { configdrive } : {}),
       ...(rescueHash !== undefined ? { rescuePasswordHash: rescueHash as string } : {}),
+      ...(deploySteps !== undefined ? { deploySteps: checkDeploySteps(deploySteps, 'deploy_steps') } : {}),
       ...(cleanSteps !== undefined ? { cleanSteps: parseCleanSteps(cleanSteps) } : {}),
+      ...(disableRamdisk === true ? { disableRamdisk: true } : {}),
     });
     return { ok: true };
   },
@@ -92,6 +106,20 @@ const ACTIONS: Readonly<Record<string, Handler>> = {
     const { enabled } = fields<{ enabled: unknown }>(body);
     if (typeof enabled !== 'boolean') throw new InvalidParameter('enabled: expected true or false');
     await ops.setConsoleMode(uuid, enabled);
+    return { ok: true };
+  },
+
+  'POST boot_mode': async (ops, uuid, body) => {
+    const { target } = fields<{ target: unknown }>(body);
+    if (target !== 'bios' && target !== 'uefi') throw new InvalidParameter(`target: ${JSON.stringify(target)} is not a boot mode; use bios or uefi`);
+    await ops.setBootMode(uuid, target);
+    return { ok: true };
+  },
+
+  'POST secure_boot': async (ops, uuid, body) => {
+    const { target } = fields<{ target: unknown }>(body);
+    if (typeof target !== 'boolean') throw new InvalidParameter('target: expected true or false');
+    await ops.setSecureBoot(uuid, target);
     return { ok: true };
   },
 

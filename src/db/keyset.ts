@@ -12,7 +12,7 @@ import type { Store } from './connect.js';
 
 export interface KeysetQuery {
   /** The table listed: its rows have an `id` and a `uuid`. */
-  table: 'ports' | 'chassis' | 'portgroups' | 'volume_connectors' | 'volume_targets';
+  table: 'ports' | 'chassis' | 'portgroups' | 'volume_connectors' | 'volume_targets' | 'deploy_templates' | 'allocations';
   /** A column of the table, checked by the caller against its sort keys. */
   sortKey: string;
   sortDir: 'asc' | 'desc';

@@ -22,6 +22,10 @@ import { baremetalVolume } from './migrations/baremetal-0009-volume.js';
 import { baremetalNodeRaidConsoleProtected } from './migrations/baremetal-0010-node-raid-console-protected.js';
 import { baremetalNodeStorageBiosAutomatedClean } from './migrations/baremetal-0011-node-storage-bios-automated-clean.js';
 import { baremetalNodeOwner } from './migrations/baremetal-0012-node-owner.js';
+import { baremetalAllocations } from './migrations/baremetal-0013-allocations.js';
+import { baremetalDeployTemplates } from './migrations/baremetal-0014-deploy-templates.js';
+import { baremetalNodeRetiredLesseeShard } from './migrations/baremetal-0015-node-retired-lessee-shard.js';
+import { baremetalPortSmartnic } from './migrations/baremetal-0016-port-smartnic.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 import { cellMappedHotUpdates } from './migrations/cell-0003-mapped-hot-updates.js';
@@ -50,6 +54,10 @@ function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migrati
         '0010_node_raid_console_protected': baremetalNodeRaidConsoleProtected(engine),
         '0011_node_storage_bios_automated_clean': baremetalNodeStorageBiosAutomatedClean(engine),
         '0012_node_owner': baremetalNodeOwner(),
+        '0013_allocations': baremetalAllocations(engine),
+        '0014_deploy_templates': baremetalDeployTemplates(engine),
+        '0015_node_retired_lessee_shard': baremetalNodeRetiredLesseeShard(engine),
+        '0016_port_smartnic': baremetalPortSmartnic(engine),
       };
     case 'api':
       return { '0001_initial': apiInitial(engine) };

@@ -56,7 +56,7 @@ export interface ConductorHardwareInterfacesTable {
  * `chassis_uuid` is the uuid of the node's chassis, joined in by the reads that feed the API's views
  * (`nodes/node-store.ts`); rows read elsewhere (a conductor's task) do not carry it.
  */
-export type NodeRow = Selectable<NodesTable> & { chassis_uuid?: string | null };
+export type NodeRow = Selectable<NodesTable> & { chassis_uuid?: string | null; allocation_uuid?: string | null };
 
 type Nullable<T> = ColumnType<T | null, T | null | undefined, T | null>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
@@ -69,6 +69,20 @@ export interface NodesTable {
   description: Nullable<string>;
   /** Ironic's `owner` (API 1.50): the owning project, free text; ironring checks no projects. */
   owner: Nullable<string>;
+  /** Ironic's `lessee` (API 1.65): the project leasing the node, free text of at most 255 characters. */
+  lessee: Nullable<string>;
+  /** Ironic's `retired` (API 1.61): a retired node is not made available again (`provide` refused). */
+  retired: Flag;
+  /** Why the node is retired; cleared when it no longer is. */
+  retired_reason: Nullable<string>;
+  /** Ironic's `network_data` (API 1.66): static network configuration (Nova's network_data.json), `{}` when none. */
+  network_data: JsonWithDefault;
+  /** Ironic's `boot_mode` (API 1.75): `bios` or `uefi` as the management interface last reported it; null while unknown. */
+  boot_mode: Nullable<string>;
+  /** Ironic's `secure_boot` (API 1.75): as the management interface last reported it; null while unknown. */
+  secure_boot: Nullable<boolean>;
+  /** Ironic's `shard` (API 1.82): free text of at most 255 characters grouping nodes for their clients. */
+  shard: Nullable<string>;
   driver: string;
   driver_info: JsonWithDefault;
   driver_internal_info: JsonWithDefault;
@@ -94,6 +108,8 @@ export interface NodesTable {
   conductor_affinity: Nullable<number>;
   /** Id of the chassis the node belongs to (Ironic's `chassis_uuid` in the API); null for none. */
   chassis_id: Nullable<number>;
+  /** Id of the allocation holding the node (Ironic's `allocation_uuid` in the API, 1.52); null for none. */
+  allocation_id: Nullable<number>;
   bios_interface: Nullable<string>;
   boot_interface: Nullable<string>;
   console_interface: Nullable<string>;
@@ -130,6 +146,37 @@ export interface NodesTable {
   updated_at: CreatedAt;
 }
 
+/** An allocation row as read from the database. */
+export type AllocationRow = Selectable<AllocationsTable>;
+
+/**
+ * Ironic's allocations (`/v1/allocations`, API 1.52): a request for a node of a resource class
+ * (with traits, among candidate nodes) that a conductor fulfils by claiming one (`node_id`).
+ */
+export interface AllocationsTable {
+  id: Generated<number>;
+  uuid: string;
+  /** A logical name (as a node's), unique, or null. */
+  name: Nullable<string>;
+  /** The node claimed; null while allocating or after a failure. Unique: one allocation per node. */
+  node_id: Nullable<number>;
+  /** `allocating`, `active` or `error`. */
+  state: ColumnType<string, string | undefined, string>;
+  /** The owning project (API 1.60), free text. */
+  owner: Nullable<string>;
+  last_error: Nullable<string>;
+  resource_class: Nullable<string>;
+  /** The conductor that last worked on it (Ironic's `conductor_affinity`), for operators. */
+  conductor_affinity: Nullable<number>;
+  /** Traits the node must have, in the order given, without repeats. */
+  traits: JsonWithDefault<string[]>;
+  /** Uuids of the nodes it may take (empty: any). */
+  candidate_nodes: JsonWithDefault<string[]>;
+  extra: JsonWithDefault;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
 /** A chassis row as read from the database. */
 export type ChassisRow = Selectable<ChassisTable>;
 
@@ -139,6 +186,29 @@ export interface ChassisTable {
   uuid: string;
   /** At most 255 characters, as Ironic's. */
   description: Nullable<string>;
+  extra: JsonWithDefault;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+/** A deploy template row as read from the database. */
+export type DeployTemplateRow = Selectable<DeployTemplatesTable>;
+
+/** One deploy step of a template (Ironic's `deploy_template_steps` row, without its ids). */
+export interface DeployTemplateStep {
+  interface: string;
+  step: string;
+  args: Record<string, unknown>;
+  priority: number;
+}
+
+/** Ironic's deploy templates (`/v1/deploy_templates`, API 1.55): steps a deploy runs when its instance asks for the trait `name`. */
+export interface DeployTemplatesTable {
+  id: Generated<number>;
+  uuid: string;
+  /** A trait (`CUSTOM_…` or standard), unique. */
+  name: string;
+  steps: JsonWithDefault<DeployTemplateStep[]>;
   extra: JsonWithDefault;
   created_at: CreatedAt;
   updated_at: CreatedAt;
@@ -156,6 +226,10 @@ export interface PortsTable {
   physical_network: Nullable<string>;
   local_link_connection: JsonWithDefault;
   extra: JsonWithDefault;
+  /** A Smart NIC port (API 1.53): its local_link_connection names the NIC's hostname and port_id. */
+  is_smartnic: Flag;
+  /** Conductor-private data: the attached VIF as `tenant_vif_port_id` (Ironic's key). */
+  internal_info: JsonWithDefault;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -355,6 +429,8 @@ export interface Database {
   conductor_hardware_interfaces: ConductorHardwareInterfacesTable;
   nodes: NodesTable;
   chassis: ChassisTable;
+  allocations: AllocationsTable;
+  deploy_templates: DeployTemplatesTable;
   ports: PortsTable;
   volume_connectors: VolumeConnectorsTable;
   volume_targets: VolumeTargetsTable;
@@ -393,10 +469,13 @@ export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database
   nodes: {
     driver_info: 'json', driver_internal_info: 'json', properties: 'json', instance_info: 'json', extra: 'json', traits: 'json',
     raid_config: 'json', target_raid_config: 'json', console_enabled: 'flag', protected: 'flag', automated_clean: 'flag',
+    retired: 'flag', secure_boot: 'flag', network_data: 'json',
     provision_updated_at: 'timestamp', maintenance: 'flag', created_at: 'timestamp', updated_at: 'timestamp',
   },
   chassis: { extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
-  ports: { pxe_enabled: 'flag', local_link_connection: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  allocations: { traits: 'json', candidate_nodes: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  deploy_templates: { steps: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
+  ports: { pxe_enabled: 'flag', local_link_connection: 'json', extra: 'json', is_smartnic: 'flag', internal_info: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   volume_connectors: { extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   volume_targets: { properties: 'json', extra: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   portgroups: { standalone_ports_supported: 'flag', extra: 'json', internal_info: 'json', properties: 'json', created_at: 'timestamp', updated_at: 'timestamp' },

@@ -9,6 +9,8 @@ import { FakeBoot } from './fake/fake-boot.js';
 import { FakeConsole } from './fake/fake-console.js';
 import { FakeRaid } from './fake/fake-raid.js';
 import { FakeStorage } from './fake/fake-storage.js';
+import { FakeVendor } from './fake/fake-vendor.js';
+import { NoVendor } from './noop/no-vendor.js';
 import { NoBios } from './noop/no-bios.js';
 import { NoConsole } from './noop/no-console.js';
 import { NoopStorage } from './noop/noop-storage.js';
@@ -88,7 +90,7 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
   return new DriverRegistry({
     hardwareTypes: [FAKE_HARDWARE, IPMI_HARDWARE],
     implementations: {
-      bios: { 'no-bios': new NoBios(), fake: new FakeBios() },
+      bios: { 'no-bios': new NoBios(), fake: new FakeBios(fake) },
       boot,
       console: { 'no-console': new NoConsole(), fake: new FakeConsole(fake) },
       deploy: {
@@ -116,10 +118,11 @@ export function createDriverRegistry(options: BuiltinDriverOptions = {}): Driver
       },
       management: { fake: new FakeManagement(fake), ipmitool: new IpmitoolManagement(ipmitool) },
       power: { fake: new FakePower(fake), ipmitool: new IpmitoolPower(ipmitool, options.powerPoll) },
-      raid: { 'no-raid': new NoRaid(), fake: new FakeRaid() },
+      raid: { 'no-raid': new NoRaid(), fake: new FakeRaid(fake) },
       rescue: { 'no-rescue': new NoRescue(), fake: new FakeRescue(fake), agent: new AgentRescue({ apiUrl: () => options.agentApiUrl ?? null, client: new AgentClient(options.agentClient) }) },
       storage: { noop: new NoopStorage(), fake: new FakeStorage() },
     },
+    vendorInterfaces: { fake: new FakeVendor(fake), 'no-vendor': new NoVendor() },
     enabledHardwareTypes: options.enabledHardwareTypes,
     enabledInterfaces: options.enabledInterfaces,
     defaultInterfaces: options.defaultInterfaces,

@@ -22,6 +22,12 @@ export interface CleanStep {
   priority: number;
   /** One line for operators. */
   description: string;
+  /**
+   * Whether the step runs in (or needs) the node's ramdisk: true unless said otherwise, as Ironic's
+   * `clean_step` decorator. A manual clean with `disable_ramdisk` (API 1.70) takes only steps
+   * that say false (out-of-band ones, through the BMC).
+   */
+  requiresRamdisk?: boolean;
 }
 
 /** A step as requested (`clean_steps` of a manual clean) and as recorded in `clean_step`. */

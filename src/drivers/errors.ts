@@ -104,6 +104,9 @@ export class PowerActionFailed extends BmcActionFailed {}
 /** Thrown when the BMC refused or did not answer a boot-device read or change. */
 export class BootDeviceActionFailed extends BmcActionFailed {}
 
+/** Thrown when the BMC refused or did not answer another management action (an NMI). */
+export class ManagementActionFailed extends BmcActionFailed {}
+
 /**
  * Thrown when a network-boot interface is used in a process that has no boot environment (the API
  * process lists and validates drivers but never prepares boot files). 503: a conductor must do it.

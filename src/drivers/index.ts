@@ -36,3 +36,7 @@ export { IPMI_HARDWARE } from './ipmi/ipmi-hardware.js';
 export type { IpmitoolOptions } from './ipmi/ipmitool.js';
 export type { PowerPollOptions } from './ipmi/ipmitool-power.js';
 export { nodeBootMode } from './capabilities.js';
+export type { VendorArgs, VendorInterface, VendorMethodInfo } from './vendor.js';
+export type { IndicatorInfo, IndicatorMap, IndicatorState } from './management.js';
+export { INDICATOR_COMPONENTS, INDICATOR_STATES, isIndicatorState } from './management.js';
+export { ManagementActionFailed } from './errors.js';

@@ -13,6 +13,7 @@ import { InvalidParameterValue, UnknownDriver, UnknownInterface } from './errors
 import { IMPLEMENTED_INTERFACE_TYPES, INTERFACE_TYPES, interfaceField } from './hardware-type.js';
 import type { HardwareType, ImplementationCatalog, InterfaceField, InterfaceType, NodeDriver } from './hardware-type.js';
 import type { DriverLogger, DriverNode, DriverPort, DriverTask } from './task.js';
+import type { VendorInterface } from './vendor.js';
 
 /** What the registry is built from. */
 export interface DriverRegistryOptions {
@@ -24,6 +25,8 @@ export interface DriverRegistryOptions {
   enabledInterfaces?: Partial<Record<InterfaceType, readonly string[]>>;
   /** Preferred default per interface type, used where a hardware type can use it. */
   defaultInterfaces?: Partial<Record<InterfaceType, string>>;
+  /** Vendor interfaces by name (`fake`, `no-vendor`); a name without one has no vendor methods. */
+  vendorInterfaces?: Readonly<Record<string, VendorInterface>>;
 }
 
 /** Usable implementations of one interface type for one hardware type. */
@@ -91,6 +94,15 @@ export class DriverRegistry {
     const info = this.types.get(driver);
     if (info === undefined) throw new UnknownDriver(driver, [...this.types.keys()].sort());
     return info;
+  }
+
+  /**
+   * The vendor interface named `name` (a node's `vendor_interface`, or a hardware type's default),
+   * or undefined when this registry has none by that name: callers refuse, never pretend.
+   */
+  vendorInterface(name: string): VendorInterface | undefined {
+    const all = this.options.vendorInterfaces;
+    return all !== undefined && Object.hasOwn(all, name) ? all[name] : undefined;
   }
 
   /** Names of the enabled hardware types, sorted (the conductor row's `drivers`). */

@@ -12,6 +12,7 @@ import type { NodeRow } from '../db/schema.js';
 import { FieldTable } from './field-table.js';
 import { booleanSpelling } from './port-fields.js';
 import type { FieldInput, FieldSpec } from './field-table.js';
+import { LATER_NODE_FIELD_ROWS } from './node-fields-later.js';
 
 /** Node names: RFC 3986 unreserved characters, as Ironic's "logical names" (and never a UUID). */
 export const NODE_NAME_PATTERN = /^[A-Za-z0-9\-._~]{1,255}$/;
@@ -179,6 +180,11 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
     since: [1, 51], column: 'description', sortable: false,
     input: { schema: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]), expected: 'expected a string of at most 4096 characters or null', create: true, patch: true },
   },
+  // 1.61–1.82 (`node-fields-later.ts`): retired, lessee, network_data, boot_mode, secure_boot, shard.
+  ...LATER_NODE_FIELD_ROWS,
+  // The allocation holding the node (read-only; `nodes/allocation-store.ts`): stored as its row id,
+  // joined in as a uuid by the node store's reads for views, like chassis_uuid.
+  allocation_uuid: { since: [1, 52], column: 'allocation_uuid', view: (n) => n.allocation_uuid ?? null, reads: ['allocation_uuid'] },
   // ironring extensions: where the ring places the node and which conductor's boot files are current.
   conductor_replicas: { since: [1, 49], view: (n, ctx) => ctx.replicasOf?.(n) ?? [], reads: ['uuid', 'conductor_group'] },
   conductor_affinity: { since: [1, 49], column: 'conductor_affinity', view: (n, ctx) => ctx.conductorName?.(n.conductor_affinity) ?? null, reads: ['conductor_affinity'] },

@@ -8,6 +8,8 @@ import type { NodeRow } from '../db/schema.js';
 import { parsePatch, pathTokens } from './field-table.js';
 import type { PatchOperation } from './field-table.js';
 import { NODE_FIELDS } from './node-fields.js';
+import { networkDataProblem } from './network-data.js';
+import { InvalidParameter } from '../common/errors.js';
 
 export { parsePatch, pathTokens };
 export type { PatchOperation };
@@ -20,5 +22,11 @@ export type NodeChanges = { [field: string]: unknown; driver?: string; name?: st
 
 /** Applies the operations to the node's current values; returns only what changed. */
 export function applyNodePatch(node: NodeRow, ops: readonly PatchOperation[]): NodeChanges {
-  return NODE_FIELDS.applyPatch(node, ops) as NodeChanges;
+  const changes = NODE_FIELDS.applyPatch(node, ops) as NodeChanges;
+  // network_data is checked as a whole, also when the patch reached inside it (`/network_data/links`).
+  if (changes.network_data !== undefined) {
+    const problem = networkDataProblem(changes.network_data);
+    if (problem !== null) throw new InvalidParameter(problem);
+  }
+  return changes;
 }

@@ -38,6 +38,16 @@ export interface NodeFilters {
   owner?: string;
   /** Nodes whose description contains this text, literally (Ironic 1.51). */
   description_contains?: string;
+  /** Retired nodes (true) or the others (false) (Ironic 1.61). */
+  retired?: boolean;
+  /** Nodes of this lessee (Ironic 1.65). */
+  lessee?: string;
+  /** Nodes whose owner or lessee is this project (Ironic's `project`). */
+  project?: string;
+  /** Nodes in one of these shards, given in lower case and compared so (Ironic 1.82, as on its MySQL). */
+  shard?: readonly string[];
+  /** Nodes with a shard (true) or without (false) (Ironic 1.82). */
+  sharded?: boolean;
 }
 
 export interface NodeListQuery {
@@ -60,10 +70,12 @@ export async function listNodes(store: Store, query: NodeListQuery): Promise<Nod
   const { filters, sortKey, sortDir } = query;
   const from = store.db.selectFrom('nodes');
   const picked = query.columns
-    ? from.select(['nodes.id', ...(query.columns.filter((c) => c !== 'chassis_uuid') as Array<keyof NodesTable>).map((c) => `nodes.${c}` as const)])
+    ? from.select(['nodes.id', ...(query.columns.filter((c) => c !== 'chassis_uuid' && c !== 'allocation_uuid') as Array<keyof NodesTable>).map((c) => `nodes.${c}` as const)])
     : from.selectAll('nodes');
   const withChassis = query.columns === undefined || query.columns.includes('chassis_uuid');
-  let q = (withChassis ? picked.select(chassisUuid) : picked) as unknown as ReturnType<typeof allColumns>;
+  const withAllocation = query.columns === undefined || query.columns.includes('allocation_uuid');
+  const joined = withChassis ? picked.select(chassisUuid) : picked;
+  let q = (withAllocation ? joined.select(allocationUuid) : joined) as unknown as ReturnType<typeof allColumns>;
   if (filters.provision_state !== undefined) q = q.where('provision_state', '=', filters.provision_state);
   if (filters.driver !== undefined) q = q.where('driver', '=', filters.driver);
   if (filters.conductor_group !== undefined) q = q.where('conductor_group', '=', filters.conductor_group.toLowerCase());
@@ -74,6 +86,14 @@ export async function listNodes(store: Store, query: NodeListQuery): Promise<Nod
   if (filters.fault !== undefined) q = q.where(sql<boolean>`1 = 0`);
   if (filters.chassis_id !== undefined) q = q.where('nodes.chassis_id', '=', filters.chassis_id);
   if (filters.owner !== undefined) q = q.where('owner', '=', filters.owner);
+  if (filters.retired !== undefined) q = q.where('retired', '=', filters.retired);
+  if (filters.lessee !== undefined) q = q.where('lessee', '=', filters.lessee);
+  if (filters.project !== undefined) {
+    const project = filters.project;
+    q = q.where((eb) => eb.or([eb('owner', '=', project), eb('lessee', '=', project)]));
+  }
+  if (filters.shard !== undefined) q = filters.shard.length === 0 ? q.where(sql<boolean>`1 = 0`) : q.where(sql<string>`lower(shard)`, 'in', filters.shard);
+  if (filters.sharded !== undefined) q = q.where('shard', filters.sharded ? 'is not' : 'is', null);
   if (filters.description_contains !== undefined) {
     // Literally: LIKE's wildcards in the text match themselves.
     const pattern = `%${filters.description_contains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -112,9 +132,14 @@ function chassisUuid(eb: ExpressionBuilder<Database, 'nodes'>) {
   return eb.selectFrom('chassis').select('chassis.uuid').whereRef('chassis.id', '=', 'nodes.chassis_id').as('chassis_uuid');
 }
 
-/** Every column of a node, and its chassis's uuid. */
+/** The uuid of the allocation holding the node (null for none), joined in as the chassis's uuid is. */
+function allocationUuid(eb: ExpressionBuilder<Database, 'nodes'>) {
+  return eb.selectFrom('allocations').select('allocations.uuid').whereRef('allocations.id', '=', 'nodes.allocation_id').as('allocation_uuid');
+}
+
+/** Every column of a node, and the uuids of its chassis and allocation. */
 function allColumns(store: Store) {
-  return store.db.selectFrom('nodes').selectAll('nodes').select(chassisUuid);
+  return store.db.selectFrom('nodes').selectAll('nodes').select(chassisUuid).select(allocationUuid);
 }
 
 /** The node columns that hold flags. */

@@ -11,7 +11,9 @@ import type { FieldSpec } from './field-table.js';
 import type { PortRow } from './port-store.js';
 
 /** The keys Ironic accepts in a port's `local_link_connection` (LLDP data of the switch port). */
-export const LOCAL_LINK_CONNECTION_KEYS = ['switch_id', 'port_id', 'switch_info', 'network_type'] as const;
+export const LOCAL_LINK_CONNECTION_KEYS = ['switch_id', 'port_id', 'switch_info', 'hostname', 'network_type'] as const;
+/** Since when `local_link_connection.network_type` may be sent (Ironic's 1.64; 406 before). */
+export const NETWORK_TYPE_SINCE = [1, 64] as const;
 const NETWORK_TYPES = ['managed', 'unmanaged'];
 
 /** One `local_link_connection` entry: a known key with a string value; 400 naming where otherwise. */
@@ -54,8 +56,8 @@ const PORT_FIELD_ROWS: Readonly<Record<string, FieldSpec<PortRow, unknown>>> = {
   extra: { since: [1, 1], column: 'extra', input: { schema: jsonObject, expected: 'expected a JSON object', create: true, patch: true, json: true } },
   created_at: { since: [1, 1], column: 'created_at', view: 'time' },
   updated_at: { since: [1, 1], column: 'updated_at', view: 'time' },
-  // Conductor-private data (Ironic keeps e.g. cleaning VIFs here); ironring keeps none.
-  internal_info: { since: [1, 18], view: () => ({}), reads: [] },
+  // Conductor-private data: the attached VIF (`tenant_vif_port_id`), as Ironic's. Read-only.
+  internal_info: { since: [1, 18], column: 'internal_info' },
   local_link_connection: {
     since: [1, 19], column: 'local_link_connection',
     input: { schema: jsonObject, expected: 'expected a JSON object', create: true, patch: true, json: true, entry: checkLocalLinkEntry },
@@ -75,6 +77,11 @@ const PORT_FIELD_ROWS: Readonly<Record<string, FieldSpec<PortRow, unknown>>> = {
     },
     // A join, not a column of ports: lists are sorted by it nowhere, as in Ironic.
     sortable: false,
+  },
+  // A Smart NIC port: its local_link_connection must name port_id and hostname (checked by the route).
+  is_smartnic: {
+    since: [1, 53], column: 'is_smartnic',
+    input: { schema: Type.Boolean(), expected: 'expected true or false', coerce: booleanSpelling, create: true, patch: true },
   },
   physical_network: {
     since: [1, 34], column: 'physical_network',

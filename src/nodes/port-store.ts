@@ -104,6 +104,7 @@ export interface NewPort {
   physicalNetwork?: string | null;
   localLinkConnection?: Record<string, unknown>;
   extra?: Record<string, unknown>;
+  isSmartnic?: boolean;
 }
 
 export async function createPort(store: Store, port: NewPort): Promise<PortRow> {
@@ -120,6 +121,7 @@ export async function createPort(store: Store, port: NewPort): Promise<PortRow> 
         physical_network: port.physicalNetwork ?? null,
         local_link_connection: JSON.stringify(port.localLinkConnection ?? {}),
         extra: JSON.stringify(port.extra ?? {}),
+        ...(port.isSmartnic !== undefined ? { is_smartnic: port.isSmartnic } : {}),
         created_at: store.sqlNow(),
         updated_at: store.sqlNow(),
       })
@@ -147,6 +149,7 @@ export interface PortChanges {
   physicalNetwork?: string | null;
   extra?: Record<string, unknown>;
   localLinkConnection?: Record<string, unknown>;
+  isSmartnic?: boolean;
 }
 
 /** Updates a port; a MAC address another port has → `Conflict`. */
@@ -158,6 +161,7 @@ export async function updatePort(store: Store, uuid: string, changes: PortChange
   if (changes.physicalNetwork !== undefined) set.physical_network = changes.physicalNetwork;
   if (changes.extra !== undefined) set.extra = JSON.stringify(changes.extra);
   if (changes.localLinkConnection !== undefined) set.local_link_connection = JSON.stringify(changes.localLinkConnection);
+  if (changes.isSmartnic !== undefined) set.is_smartnic = changes.isSmartnic;
   try {
     await store.db.updateTable('ports').set(set).where('uuid', '=', uuid).execute();
   } catch (err) {

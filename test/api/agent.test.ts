@@ -235,18 +235,19 @@ describe.each(engines)('agent lookup and heartbeat on %s', (engine) => {
     expect(faultstring(old.body)).toMatch(/needs API version 1\.22 or later/);
     expect((await lookup(`addresses=${MAC}`, {})).statusCode).toBe(404);
     expect((await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: 't' }, { 'x-openstack-ironic-api-version': '1.21' })).statusCode).toBe(404);
-    expect((await lookup(`addresses=${MAC}`, { 'x-openstack-ironic-api-version': '1.62' })).statusCode).toBe(406);
+    expect((await lookup(`addresses=${MAC}`, { 'x-openstack-ironic-api-version': '1.83' })).statusCode).toBe(406);
 
     const token = ((await lookup(`addresses=${MAC}`, { 'x-openstack-ironic-api-version': '1.22' })).json() as Lookup).config.agent_token;
     const v = (minor: number) => ({ 'x-openstack-ironic-api-version': `1.${minor}` });
     const tooEarly = await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token, agent_version: '9' }, v(35));
     expect(tooEarly.statusCode).toBe(400);
     expect(faultstring(tooEarly.body)).toBe('agent_version: not recognised at API version 1.35; it needs 1.36 or later');
-    for (const [field, since] of [['agent_verify_ca', '1.68'], ['agent_status', '1.72'], ['agent_status_message', '1.72']] as const) {
-      const beyond = await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token, [field]: 'start' }, LATEST);
-      expect(beyond.statusCode).toBe(400);
-      expect(faultstring(beyond.body)).toBe(`${field}: not recognised at API version 1.51; it needs ${since} or later, and this API serves up to 1.51`);
+    for (const [field, since, before] of [['agent_verify_ca', '1.68', 67], ['agent_status', '1.72', 71], ['agent_status_message', '1.72', 71]] as const) {
+      const early = await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token, [field]: 'start' }, v(before));
+      expect(early.statusCode).toBe(400);
+      expect(faultstring(early.body)).toBe(`${field}: not recognised at API version 1.${before}; it needs ${since} or later`);
     }
+    expect((await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token, agent_status: 'start', agent_status_message: 'booted' }, LATEST)).statusCode).toBe(202);
     expect((await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token, agent_version: '9' }, v(36))).statusCode).toBe(202);
     expect((await heartbeat(uuid, { callback_url: 'http://h:1', agent_token: token }, v(22))).statusCode).toBe(202);
   });

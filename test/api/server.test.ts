@@ -35,7 +35,7 @@ describe('version discovery', () => {
       links: [{ href: 'http://bm.example:6385/v1/', rel: 'self' }],
       status: 'CURRENT',
       min_version: '1.1',
-      version: '1.51',
+      version: '1.82',
     });
     expect(body.versions).toEqual([body.default_version]);
   });
@@ -44,7 +44,7 @@ describe('version discovery', () => {
     const res = await app.inject({ method: 'GET', url: '/v1/' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-openstack-ironic-api-minimum-version']).toBe('1.1');
-    expect(res.headers['x-openstack-ironic-api-maximum-version']).toBe('1.51');
+    expect(res.headers['x-openstack-ironic-api-maximum-version']).toBe('1.82');
     expect(res.headers['x-openstack-ironic-api-version']).toBe('1.1');
     expect(res.json()).toMatchObject({ id: 'v1', media_types: { base: 'application/json', type: 'application/vnd.openstack.ironic.v1+json' } });
   });
@@ -67,16 +67,16 @@ describe('version discovery', () => {
     expect(resources(old.body)).toEqual(['chassis', 'nodes', 'ports', 'drivers']);
     expect(old.json().nodes).toEqual([{ href: 'http://bm.example:6385/v1/nodes/', rel: 'self' }, { href: 'http://bm.example:6385/nodes/', rel: 'bookmark' }]);
     const latest = await app.inject({ method: 'GET', url: '/v1', headers: { 'x-openstack-ironic-api-version': 'latest' } });
-    expect(resources(latest.body)).toEqual(['chassis', 'nodes', 'ports', 'drivers', 'lookup', 'heartbeat', 'volume', 'portgroups', 'conductors']);
+    expect(resources(latest.body)).toEqual(['chassis', 'nodes', 'ports', 'drivers', 'lookup', 'heartbeat', 'volume', 'portgroups', 'conductors', 'allocations', 'events', 'deploy_templates', 'shards']);
   });
 
   it('negotiates latest, and refuses versions out of range (406) or malformed (400)', async () => {
     const latest = await app.inject({ method: 'GET', url: '/v1', headers: { 'x-openstack-ironic-api-version': 'latest' } });
-    expect(latest.headers['x-openstack-ironic-api-version']).toBe('1.51');
+    expect(latest.headers['x-openstack-ironic-api-version']).toBe('1.82');
     const high = await app.inject({ method: 'GET', url: '/v1', headers: { 'x-openstack-ironic-api-version': '1.999' } });
     expect(high.statusCode).toBe(406);
-    expect(errorText(high.body)).toBe('version 1.999 was requested but the supported range is 1.1 to 1.51');
-    expect(high.headers['x-openstack-ironic-api-maximum-version']).toBe('1.51');
+    expect(errorText(high.body)).toBe('version 1.999 was requested but the supported range is 1.1 to 1.82');
+    expect(high.headers['x-openstack-ironic-api-maximum-version']).toBe('1.82');
     const bad = await app.inject({ method: 'GET', url: '/v1', headers: { 'x-openstack-ironic-api-version': 'one' } });
     expect(bad.statusCode).toBe(400);
     expect(errorText(bad.body)).toMatch(/X-OpenStack-Ironic-API-Version/);

@@ -10,6 +10,14 @@ import { createTestDatabase, testEngines } from '../helpers/databases.js';
 
 const engines = await testEngines();
 
+/** The baremetal set's migrations, in the order they apply. */
+const BAREMETAL_MIGRATIONS = [
+  '0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory',
+  '0005_inspection_rules', '0006_node_traits', '0007_chassis', '0008_portgroups',
+  '0009_volume', '0010_node_raid_console_protected', '0011_node_storage_bios_automated_clean', '0012_node_owner',
+  '0013_allocations', '0014_deploy_templates', '0015_node_retired_lessee_shard', '0016_port_smartnic',
+];
+
 function commandPaths(cmd: Command, prefix: string[] = []): string[][] {
   return cmd.commands.flatMap((c) => [[...prefix, c.name()], ...commandPaths(c, [...prefix, c.name()])]);
 }
@@ -116,13 +124,13 @@ describe('ironring manage db migrate', () => {
     try {
       const first = runCli(['manage', 'db', 'migrate', '--database', target.url, '--format', 'json']);
       expect(first.code, first.stderr).toBe(0);
-      expect(JSON.parse(first.stdout).applied).toEqual(['baremetal/0001_initial', 'baremetal/0002_node_order', 'baremetal/0003_agent_token', 'baremetal/0004_node_inventory', 'baremetal/0005_inspection_rules', 'baremetal/0006_node_traits', 'baremetal/0007_chassis', 'baremetal/0008_portgroups', 'baremetal/0009_volume', 'baremetal/0010_node_raid_console_protected', 'baremetal/0011_node_storage_bios_automated_clean', 'baremetal/0012_node_owner', 'api/0001_initial', 'cell/0001_initial', 'cell/0002_instance_fault', 'cell/0003_mapped_hot_updates', 'cell/0004_service_instance_token']);
+      expect(JSON.parse(first.stdout).applied).toEqual([...BAREMETAL_MIGRATIONS.map((m) => `baremetal/${m}`), 'api/0001_initial', 'cell/0001_initial', 'cell/0002_instance_fault', 'cell/0003_mapped_hot_updates', 'cell/0004_service_instance_token']);
       const second = runCli(['manage', 'db', 'migrate', '--database', target.url]);
       expect(second.code).toBe(0);
       expect(second.stdout).toMatch(/is up to date; nothing to apply/);
       const version = runCli(['manage', 'db', 'version', '--database', target.url, '--format', 'json']);
       expect(JSON.parse(version.stdout).sets).toEqual([
-        { set: 'baremetal', applied: ['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules', '0006_node_traits', '0007_chassis', '0008_portgroups', '0009_volume', '0010_node_raid_console_protected', '0011_node_storage_bios_automated_clean', '0012_node_owner'] },
+        { set: 'baremetal', applied: BAREMETAL_MIGRATIONS },
         { set: 'api', applied: ['0001_initial'] },
         { set: 'cell', applied: ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token'] },
       ]);
@@ -148,7 +156,7 @@ describe('ironring manage db migrate', () => {
     );
     expect(runs.map((r) => r.code)).toEqual([0, 0, 0]);
     const applied = runs.flatMap((r) => JSON.parse(r.out).applied as string[]);
-    expect(applied.sort()).toEqual(['api/0001_initial', 'baremetal/0001_initial', 'baremetal/0002_node_order', 'baremetal/0003_agent_token', 'baremetal/0004_node_inventory', 'baremetal/0005_inspection_rules', 'baremetal/0006_node_traits', 'baremetal/0007_chassis', 'baremetal/0008_portgroups', 'baremetal/0009_volume', 'baremetal/0010_node_raid_console_protected', 'baremetal/0011_node_storage_bios_automated_clean', 'baremetal/0012_node_owner', 'cell/0001_initial', 'cell/0002_instance_fault', 'cell/0003_mapped_hot_updates', 'cell/0004_service_instance_token']);
+    expect(applied.sort()).toEqual(['api/0001_initial', ...BAREMETAL_MIGRATIONS.map((m) => `baremetal/${m}`), 'cell/0001_initial', 'cell/0002_instance_fault', 'cell/0003_mapped_hot_updates', 'cell/0004_service_instance_token']);
   });
 
   it('names the unreachable database with its password masked, exit code 1', () => {

@@ -10,8 +10,16 @@ import type { TestDatabase } from '../helpers/databases.js';
 
 const engines = await testEngines();
 
+/** The baremetal set's migrations, in the order they apply. */
+const BAREMETAL_MIGRATIONS = [
+  '0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory',
+  '0005_inspection_rules', '0006_node_traits', '0007_chassis', '0008_portgroups',
+  '0009_volume', '0010_node_raid_console_protected', '0011_node_storage_bios_automated_clean', '0012_node_owner',
+  '0013_allocations', '0014_deploy_templates', '0015_node_retired_lessee_shard', '0016_port_smartnic',
+];
+
 const TABLES = [
-  'conductors', 'conductor_hardware_interfaces', 'nodes', 'chassis', 'ports', 'portgroups', 'volume_connectors', 'volume_targets', 'bios_settings', 'node_history',
+  'conductors', 'conductor_hardware_interfaces', 'nodes', 'chassis', 'allocations', 'deploy_templates', 'ports', 'portgroups', 'volume_connectors', 'volume_targets', 'bios_settings', 'node_history',
   'cell_mappings', 'host_mappings', 'instance_mappings', 'services', 'compute_nodes', 'instances',
 ];
 
@@ -42,7 +50,7 @@ describe.each(engines)('migrations on %s', (engine) => {
   it('creates every table of the schema on an empty database', async () => {
     expect(await tableNames()).toEqual([]);
     const reports = await migrateDatabase(store);
-    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token'] : s === 'baremetal' ? ['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules', '0006_node_traits', '0007_chassis', '0008_portgroups', '0009_volume', '0010_node_raid_console_protected', '0011_node_storage_bios_automated_clean', '0012_node_owner'] : ['0001_initial']]));
+    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token'] : s === 'baremetal' ? BAREMETAL_MIGRATIONS : ['0001_initial']]));
     const names = await tableNames();
     for (const table of TABLES) expect(names).toContain(table);
   });
@@ -52,7 +60,7 @@ describe.each(engines)('migrations on %s', (engine) => {
     await store.db.insertInto('conductors').values({ hostname: 'c1' }).execute();
     const again = await migrateDatabase(store);
     expect(again.every((r) => r.applied.length === 0)).toBe(true);
-    expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules', '0006_node_traits', '0007_chassis', '0008_portgroups', '0009_volume', '0010_node_raid_console_protected', '0011_node_storage_bios_automated_clean', '0012_node_owner']);
+    expect(await appliedMigrations(store, 'baremetal')).toEqual(BAREMETAL_MIGRATIONS);
     const rows = await store.db.selectFrom('conductors').select('hostname').execute();
     expect(rows).toEqual([{ hostname: 'c1' }]);
   });
@@ -190,7 +198,7 @@ describe.runIf(engines.includes('postgres'))('migrations on postgres beside othe
         const store = await openDatabase(target.url);
         try {
           await migrateDatabase(store);
-          expect(await appliedMigrations(store, 'baremetal')).toEqual(['0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory', '0005_inspection_rules', '0006_node_traits', '0007_chassis', '0008_portgroups', '0009_volume', '0010_node_raid_console_protected', '0011_node_storage_bios_automated_clean', '0012_node_owner']);
+          expect(await appliedMigrations(store, 'baremetal')).toEqual(BAREMETAL_MIGRATIONS);
         } finally {
           await store.close();
           await target.drop();

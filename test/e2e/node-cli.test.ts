@@ -78,8 +78,12 @@ describe('ironring node and port commands against ironring up', () => {
 
     // unset goes back to the hardware type's defaults.
     expect(json('node', 'unset', 'cli-if', '--boot-interface', '--deploy-interface')).toMatchObject({ boot_interface: 'fake', deploy_interface: 'fake' });
-    // And the hardware type itself, with interfaces it supports.
-    expect(json('node', 'set', 'cli-if', '--driver', 'ipmi', '--power-interface', 'ipmitool', '--management-interface', 'ipmitool', '--boot-interface', 'pxe', '--deploy-interface', 'ramdisk', '--console-interface', 'no-console', '--inspect-interface', 'no-inspect', '--rescue-interface', 'no-rescue', '--vendor-interface', 'no-vendor')).toMatchObject({ driver: 'ipmi', power_interface: 'ipmitool', boot_interface: 'pxe' });
+    // And the hardware type itself, with interfaces it supports; the node's fake bios and raid
+    // interfaces, which ipmi does not enable, are refused unless reset (API 1.45, as Ironic).
+    const kept = cli('node', 'set', 'cli-if', '--driver', 'ipmi', '--power-interface', 'ipmitool', '--management-interface', 'ipmitool');
+    expect(kept.code).toBe(1);
+    expect(kept.stderr).toMatch(/^ironring: 400 from .*_interface "fake" is not enabled for driver ipmi.*reset_interfaces/);
+    expect(json('node', 'set', 'cli-if', '--reset-interfaces', '--driver', 'ipmi', '--power-interface', 'ipmitool', '--management-interface', 'ipmitool', '--boot-interface', 'pxe', '--deploy-interface', 'ramdisk', '--console-interface', 'no-console', '--inspect-interface', 'no-inspect', '--rescue-interface', 'no-rescue', '--vendor-interface', 'no-vendor')).toMatchObject({ driver: 'ipmi', power_interface: 'ipmitool', boot_interface: 'pxe' });
     expect(cli('node', 'delete', 'cli-if').code).toBe(0);
   });
 
@@ -90,6 +94,7 @@ describe('ironring node and port commands against ironring up', () => {
       expect(help.stdout).toMatch(new RegExp(`--${type}-interface <name> +${type} interface implementation: `));
     }
     expect(help.stdout).toContain('--driver <driver>');
+    expect(help.stdout).toMatch(/--reset-interfaces +with --driver: reset every interface/);
     expect(help.stdout).toContain('docs/driver-fields.md');
     expect(cli('node', 'unset', '--help').stdout).toMatch(/--boot-interface +reset the boot interface to the hardware type's/);
   });
@@ -134,6 +139,12 @@ describe('ironring node and port commands against ironring up', () => {
     expect(unsupported.code).toBe(1);
     expect(unsupported.stderr).toMatch(/^ironring: 400 from .*does not support this clean step.*erase_everything.*offers erase_devices_metadata, erase_devices/);
     expect(json('node', 'show', 'cli-clean')).toMatchObject({ provision_state: 'manageable', driver_internal_info: { clean_steps: one } });
+
+    // --disable-ramdisk (API 1.70): the fake steps run in the ramdisk, so the API refuses them, naming the step.
+    const noRamdisk = cli('node', 'clean', 'cli-clean', '--clean-steps', JSON.stringify(one), '--disable-ramdisk');
+    expect(noRamdisk.code).toBe(1);
+    expect(noRamdisk.stderr).toMatch(/^ironring: 400 from .*with disable_ramdisk, clean step deploy\.erase_devices_metadata requires booting a ramdisk/);
+    expect(cli('node', 'clean', '--help').stdout).toMatch(/--disable-ramdisk +clean without booting the ramdisk/);
   });
 
   it('refuses bad --clean-steps locally with one line and exit code 2, sending nothing', () => {

@@ -12,7 +12,7 @@ import { applyNodePatch, parsePatch } from '../../src/nodes/node-patch.js';
 import { NODE_SORT_KEYS } from '../../src/nodes/node-store.js';
 
 type V = readonly [number, number];
-const LATEST: V = [1, 51];
+const LATEST: V = [1, 82];
 const UUID = '1be26c0b-03f2-4d2d-ae87-c02d7f33c123';
 const CHASSIS = '2be26c0b-03f2-4d2d-ae87-c02d7f33c124';
 
@@ -24,12 +24,14 @@ const row: NodeRow = {
   instance_uuid: null, conductor_group: 'rack1', resource_class: 'small', provision_state: 'available', target_provision_state: null,
   provision_updated_at: new Date('2026-01-02T03:04:05.678Z'), power_state: 'power off', target_power_state: null, maintenance: false,
   maintenance_reason: null, last_error: null, reservation: null, conductor_affinity: 3, agent_token_hash: 'ab'.repeat(32),
-  chassis_id: 4, chassis_uuid: CHASSIS,
+  chassis_id: 4, chassis_uuid: CHASSIS, allocation_id: null,
   boot_interface: 'fake', console_interface: 'no-console', deploy_interface: 'fake', inspect_interface: 'fake', management_interface: 'fake',
   network_interface: 'noop', power_interface: 'fake', raid_interface: 'fake', rescue_interface: 'fake', vendor_interface: 'fake',
   raid_config: {}, target_raid_config: { logical_disks: [{ size_gb: 100, raid_level: '1' }] }, console_enabled: true,
   protected: false, protected_reason: null,
   storage_interface: 'noop', bios_interface: 'fake', automated_clean: null,
+  retired: true, retired_reason: 'old', lessee: 'team-l', network_data: { links: [] }, boot_mode: 'uefi', secure_boot: true, shard: 'row-1',
+  allocation_uuid: '3be26c0b-03f2-4d2d-ae87-c02d7f33c125',
   created_at: new Date('2026-01-01T00:00:00.000Z'), updated_at: new Date('2026-01-01T00:00:01.000Z'),
 };
 const ctx: NodeFieldContext = { conductorOf: () => 'c1', replicasOf: () => ['c2'], conductorName: (id) => (id === 3 ? 'c3' : null) };
@@ -48,7 +50,7 @@ interface Contract {
 
 const iface = (value: string): Contract => ({ since: [1, 31], view: value, create: true, patch: true, good: ['fake', 'fake'], bad: [7, /expected an interface name/] });
 
-/** Ironic's node fields up to 1.51 as ironring serves them (versions from Ironic's versions.py). */
+/** Ironic's node fields up to 1.82 as ironring serves them (versions from Ironic's versions.py). */
 const CONTRACT: Record<string, Contract> = {
   uuid: { since: [1, 1], view: UUID, create: true, good: [UUID.toUpperCase(), UUID], bad: ['nope', /^uuid: expected a UUID, got "nope"$/] },
   name: { since: [1, 5], view: 'rack1-n1', create: true, patch: true, good: ['n-1.a_b~c', 'n-1.a_b~c'], bad: [UUID, /is not a valid node name/] },
@@ -100,6 +102,14 @@ const CONTRACT: Record<string, Contract> = {
   conductor: { since: [1, 49], view: 'c1' },
   owner: { since: [1, 50], view: 'team-a', create: true, patch: true, good: ['team b', 'team b'], bad: ['x'.repeat(256), /expected a string of at most 255 characters or null/] },
   description: { since: [1, 51], view: 'second from the top', create: true, patch: true, good: ['x'.repeat(4096), 'x'.repeat(4096)], bad: ['x'.repeat(4097), /expected a string of at most 4096 characters or null/] },
+  retired: { since: [1, 61], view: true, create: true, patch: true, good: ['false', false], bad: ['soon', /^(\/)?retired: expected true or false$/] },
+  retired_reason: { since: [1, 61], view: 'old', create: true, patch: true, good: ['worn out', 'worn out'], bad: ['x'.repeat(4097), /expected a string of at most 4096 characters or null/] },
+  lessee: { since: [1, 65], view: 'team-l', create: true, patch: true, good: ['team m', 'team m'], bad: ['x'.repeat(256), /expected a string of at most 255 characters or null/] },
+  network_data: { since: [1, 66], view: { links: [] }, create: true, patch: true, good: [{ links: [], networks: [], services: [] }, { links: [], networks: [], services: [] }], bad: [{ links: 'eth0', networks: [], services: [] }, /links/] },
+  boot_mode: { since: [1, 75], view: 'uefi' },
+  secure_boot: { since: [1, 75], view: true },
+  shard: { since: [1, 82], view: 'row-1', create: true, patch: true, good: ['row-2', 'row-2'], bad: ['x'.repeat(256), /expected a string of at most 255 characters or null/] },
+  allocation_uuid: { since: [1, 52], view: '3be26c0b-03f2-4d2d-ae87-c02d7f33c125' },
   conductor_replicas: { since: [1, 49], view: ['c2'] },
   conductor_affinity: { since: [1, 49], view: 'c3' },
 };
@@ -136,7 +146,7 @@ describe('the node field table', () => {
     for (const [field, c] of Object.entries(CONTRACT)) {
       const body = { driver: 'fake-hardware', [field]: c.good?.[0] ?? 'x' };
       if (!c.create) {
-        expect(() => NODE_FIELDS.create(body, LATEST), field).toThrow(new RegExp(`^${field}: unknown or read-only field for a new node at API version 1.51$`));
+        expect(() => NODE_FIELDS.create(body, LATEST), field).toThrow(new RegExp(`^${field}: unknown or read-only field for a new node at API version 1.82$`));
         continue;
       }
       expect(NODE_FIELDS.create(body, LATEST)[field], field).toEqual(c.good![1]);
@@ -244,9 +254,10 @@ describe('the node field table', () => {
       'boot_interface', 'console_interface', 'deploy_interface', 'inspect_interface', 'management_interface', 'network_interface', 'power_interface',
       'raid_interface', 'rescue_interface', 'vendor_interface', 'console_enabled', 'protected', 'protected_reason',
       'storage_interface', 'bios_interface', 'automated_clean', 'owner',
+      'retired', 'lessee', 'boot_mode', 'secure_boot', 'shard',
     ]));
     expect(NODE_INTERFACE_FIELDS).toEqual(Object.keys(CONTRACT).filter((f) => f.endsWith('_interface')));
-    expect(NODE_FIELDS.jsonFields()).toEqual(['driver_info', 'extra', 'instance_info', 'properties']);
+    expect(NODE_FIELDS.jsonFields()).toEqual(['driver_info', 'extra', 'instance_info', 'properties', 'network_data']);
   });
 
   it('keeps automated_clean three-valued: true, false, or null (the configuration decides), which remove and null leave', () => {

@@ -12,7 +12,7 @@ const UUID = 'a3b1c2d4-0000-4000-8000-00000000abcd';
 
 const row: PortRow = {
   id: 1, uuid: UUID, address: '52:54:00:aa:bb:01', node_id: 9, node_uuid: 'n-uuid', portgroup_id: null, portgroup_uuid: null, pxe_enabled: true, physical_network: null,
-  local_link_connection: { switch_id: 'aa:bb:cc:dd:ee:ff', port_id: 'Eth1/1' }, extra: { rack: 3 },
+  local_link_connection: { switch_id: 'aa:bb:cc:dd:ee:ff', port_id: 'Eth1/1' }, extra: { rack: 3 }, is_smartnic: false, internal_info: {},
   created_at: new Date('2026-01-01T00:00:00.000Z'), updated_at: new Date('2026-01-01T00:00:02.000Z'),
 };
 

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { listServedHardwareTypes } from '../../cluster/hardware-interfaces.js';
 import type { ServedHardwareType } from '../../cluster/hardware-interfaces.js';
 import { listConductors } from '../../cluster/membership.js';
-import { NotAcceptable, NotFound } from '../../common/errors.js';
+import { InvalidParameter, NotAcceptable, NotFound } from '../../common/errors.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { INTERFACE_TYPES, interfaceField } from '../../drivers/index.js';
@@ -26,6 +26,34 @@ import { RAID_CONFIG_SINCE } from './node-console-raid.js';
 const DRIVER_TYPES = ['classic', 'dynamic'] as const;
 /** The microversion that brought driver types and `detail`. */
 const DYNAMIC_DRIVERS_SINCE: Microversion = [1, 30];
+/** The microversion from which every driver view links its properties (Ironic's 1.14). */
+const PROPERTIES_LINKS_SINCE: Microversion = [1, 14];
+/** The microversion of `fields` on a driver list and a driver (Ironic 1.77); 406 below it. */
+export const DRIVER_FIELDS_SINCE: Microversion = [1, 77];
+
+/**
+ * `?fields=` of the driver routes (Ironic 1.77): the names, comma-separated, to keep of each
+ * driver's view (`links` is always kept, as Ironic's). Undefined when absent; 406 below 1.77.
+ */
+function driverFields(raw: string | undefined, version: Microversion): string[] | undefined {
+  if (raw === undefined) return undefined;
+  if (compareVersions(version, DRIVER_FIELDS_SINCE) < 0) throw new NotAcceptable(`fields: selecting driver fields needs API version ${formatVersion(DRIVER_FIELDS_SINCE)} or later`);
+  return [...new Set(raw.split(',').map((f) => f.trim()).filter(Boolean))];
+}
+
+/**
+ * A driver's view cut down to `fields` and its links, as Ironic's `driver_sanitize`: a field the
+ * view does not have (in a list without `detail`: only `name`, `hosts`, `type`, `properties`) is
+ * a 400 naming it.
+ */
+function selectFields(view: Record<string, unknown>, fields: readonly string[] | undefined): Record<string, unknown> {
+  if (fields === undefined) return view;
+  const unknown = fields.filter((f) => !Object.hasOwn(view, f));
+  if (unknown.length > 0) throw new InvalidParameter(`fields: ${unknown.map((f) => JSON.stringify(f)).join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not a field of this driver view; valid: ${Object.keys(view).join(', ')}`);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(view)) if (key === 'links' || fields.includes(key)) out[key] = view[key];
+  return out;
+}
 
 /**
  * Whether a driver's detail shows an interface type at `version`: the types whose node field came
@@ -56,13 +84,15 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
         out[`default_${type}_interface`] = info.interfaces[type]?.default ?? null;
         out[`enabled_${type}_interfaces`] = info.interfaces[type]?.enabled ?? [];
       }
-      out.properties = resourceLinks(base, `drivers/${info.name}`, 'properties');
     }
+    // Links to the driver's properties, in lists too, from 1.14 as Ironic's (so `fields` may ask for them).
+    if (compareVersions(request.apiVersion, PROPERTIES_LINKS_SINCE) >= 0) out.properties = resourceLinks(base, `drivers/${info.name}`, 'properties');
     return out;
   }
 
-  app.get<{ Querystring: { detail?: string; type?: string } }>('/v1/drivers', async (request) => {
+  app.get<{ Querystring: { detail?: string; type?: string; fields?: string } }>('/v1/drivers', async (request) => {
     const { query } = request;
+    const fields = driverFields(query.fields, request.apiVersion);
     // Driver types and details came with dynamic drivers (1.30); older clients get 406, as from Ironic.
     for (const name of ['type', 'detail'] as const) {
       if (query[name] !== undefined && compareVersions(request.apiVersion, DYNAMIC_DRIVERS_SINCE) < 0) {
@@ -70,10 +100,11 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
       }
     }
     const detail = parseBool('detail', query.detail) ?? false;
+    if (fields !== undefined && detail) throw new InvalidParameter('fields and detail cannot be used together');
     // Every hardware type is dynamic; classic drivers are gone from Ironic too, so `classic` lists none.
     const type = parseChoice('type', query.type, DRIVER_TYPES, 'dynamic');
     if (type === 'classic') return { drivers: [] };
-    return { drivers: (await served()).map((info) => render(info, request, detail)) };
+    return { drivers: (await served()).map((info) => selectFields(render(info, request, detail), fields)) };
   });
 
   // Ironic's: the driver_info keys the hardware type's default interfaces read, each described and
@@ -90,6 +121,9 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
         properties[field.key] = `${field.description.replaceAll('`', '')} ${field.requiredFor ? `Required (${field.requiredFor}).` : 'Optional.'}`;
       }
     }
+    // The default vendor interface's own properties (fake-hardware's `fake` declares B1 and B2, as Ironic's).
+    const vendor = info.interfaces.vendor?.default;
+    if (vendor) Object.assign(properties, drivers.vendorInterface(vendor)?.properties() ?? {});
     return properties;
   });
 
@@ -105,9 +139,10 @@ export function driverRoutes(app: FastifyInstance, options: { store: Store; conf
     return drivers.interfacesFor({ driver: info.name, raid_interface: raid }).raid.logicalDiskProperties();
   });
 
-  app.get<{ Params: { name: string } }>('/v1/drivers/:name', async (request) => {
+  app.get<{ Params: { name: string }; Querystring: { fields?: string } }>('/v1/drivers/:name', async (request) => {
+    const fields = driverFields(request.query.fields, request.apiVersion);
     const info = (await served()).find((d) => d.name === request.params.name);
     if (!info) throw new NotFound(`driver ${request.params.name} could not be found`);
-    return render(info, request, true);
+    return selectFields(render(info, request, true), fields);
   });
 }

@@ -166,8 +166,19 @@ export function nodeRoutes(app: FastifyInstance, options: NodeRouteOptions): voi
 /** Filters and the microversion each appeared in: older clients get 406, as from Ironic. */
 const FILTER_SINCE: ReadonlyArray<readonly [string, Microversion]> = [
   ['provision_state', [1, 9]], ['driver', [1, 16]], ['resource_class', [1, 21]], ['fault', [1, 42]], ['conductor_group', [1, 46]], ['conductor', [1, 49]],
-  ['owner', [1, 50]], ['description_contains', [1, 51]],
+  ['owner', [1, 50]], ['description_contains', [1, 51]], ['lessee', [1, 65]], ['shard', [1, 82]], ['sharded', [1, 82]],
 ];
+
+/** Most shards one `?shard=` may name. */
+export const MAX_SHARD_FILTER = 100;
+
+/** `?shard=a,b`: the distinct names, trimmed and in lower case, as Ironic's string list. */
+function parseShards(raw: string): string[] {
+  const names = [...new Set(raw.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== ''))];
+  if (names.length > MAX_SHARD_FILTER) throw new InvalidParameter(`shard: at most ${MAX_SHARD_FILTER} shards, got ${names.length}`);
+  if (names.some((s) => s.length > 255)) throw new InvalidParameter('shard: a shard name has at most 255 characters');
+  return names;
+}
 
 /**
  * Ironic's node faults (`ironic.common.faults.VALID_FAULTS`). ironring records none, so a valid fault
@@ -186,11 +197,17 @@ function parseNodeFilters(q: ListQuery, version: Microversion): NodeFilters {
   if (q.provision_state !== undefined) {
     filters.provision_state = parseChoice('provision_state', q.provision_state, PROVISION_STATES, 'enroll');
   }
-  for (const key of ['driver', 'conductor_group', 'resource_class', 'instance_uuid', 'owner', 'description_contains'] as const) {
+  for (const key of ['driver', 'conductor_group', 'resource_class', 'instance_uuid', 'owner', 'description_contains', 'lessee', 'project'] as const) {
     if (q[key] !== undefined) filters[key] = q[key];
   }
   const maintenance = parseBool('maintenance', q.maintenance);
   if (maintenance !== undefined) filters.maintenance = maintenance;
+  // Neither `retired` nor `project` needs a microversion in Ironic's API.
+  const retired = parseBool('retired', q.retired);
+  if (retired !== undefined) filters.retired = retired;
+  if (q.shard !== undefined) filters.shard = parseShards(q.shard);
+  const sharded = parseBool('sharded', q.sharded);
+  if (sharded !== undefined) filters.sharded = sharded;
   const associated = parseBool('associated', q.associated);
   if (associated !== undefined) filters.associated = associated;
   if (q.fault !== undefined) {

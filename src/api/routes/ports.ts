@@ -6,13 +6,13 @@
  * (`portgroup_uuid`, 1.24), whose ports share one physical network (409 otherwise).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Conflict, InvalidParameter } from '../../common/errors.js';
+import { Conflict, InvalidParameter, NotAcceptable } from '../../common/errors.js';
 import { UUID_PATTERN } from '../../common/uuid.js';
 import type { Config } from '../../config/options.js';
 import type { Store } from '../../db/connect.js';
 import { parsePatch } from '../../nodes/field-table.js';
 import { getNode } from '../../nodes/node-store.js';
-import { PORT_FIELDS, PORT_LIST_FIELDS } from '../../nodes/port-fields.js';
+import { NETWORK_TYPE_SINCE, PORT_FIELDS, PORT_LIST_FIELDS } from '../../nodes/port-fields.js';
 import { PORT_SORT_KEYS, checkGroupPhysnet, createPort, deletePort, getPort, listPorts, updatePort } from '../../nodes/port-store.js';
 import type { PortChanges, PortRow } from '../../nodes/port-store.js';
 import { getPortgroup, nodeIdForChild, portgroupForPort, portgroupOfOtherNode } from '../../nodes/portgroup-store.js';
@@ -20,7 +20,7 @@ import type { PortgroupRow } from '../../nodes/portgroup-store.js';
 import { checkJsonField, jsonFieldLimits } from '../json-fields.js';
 import type { JsonFieldLimits } from '../json-fields.js';
 import { baseUrl, nextPageLink, resourceLinks } from '../links.js';
-import { MAX_VERSION, requireVersion } from '../microversions.js';
+import { MAX_VERSION, compareVersions, formatVersion, requireVersion } from '../microversions.js';
 import type { Microversion } from '../microversions.js';
 import { parseBool, parseChoice, parseFields, parseLimit } from '../query.js';
 
@@ -53,6 +53,21 @@ function portUuid(raw: string): string {
 /** Ironic refuses an empty physical network (null means none). */
 function checkPhysnet(value: unknown): void {
   if (value === '') throw new InvalidParameter('physical_network: a non-empty value is required when setting physical_network');
+}
+
+/**
+ * Ironic's port rules of 1.53 and 1.64: a Smart NIC port names its NIC's `port_id` and `hostname`
+ * in `local_link_connection` (400 otherwise), and `local_link_connection.network_type` is refused
+ * with 406 below 1.64.
+ */
+function checkSmartnicAndNetworkType(isSmartnic: unknown, link: unknown, version: Microversion, linkSent: boolean): void {
+  const llc = (typeof link === 'object' && link !== null ? link : {}) as Record<string, unknown>;
+  if (linkSent && Object.hasOwn(llc, 'network_type') && compareVersions(version, NETWORK_TYPE_SINCE) < 0) {
+    throw new NotAcceptable(`local_link_connection.network_type: needs API version ${formatVersion(NETWORK_TYPE_SINCE)} or later`);
+  }
+  if (isSmartnic === true && (typeof llc.port_id !== 'string' || typeof llc.hostname !== 'string')) {
+    throw new InvalidParameter('is_smartnic: a Smart NIC port must have port_id and hostname in local_link_connection');
+  }
 }
 
 /** A group whose ports must not network-boot on their own takes no port with pxe_enabled (409, Ironic's). */
@@ -124,6 +139,7 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     const input = PORT_FIELDS.create(request.body, request.apiVersion);
     checkJsonFields(input, limits);
     checkPhysnet(input.physical_network);
+    checkSmartnicAndNetworkType(input.is_smartnic, input.local_link_connection, request.apiVersion, input.local_link_connection !== undefined);
     const node = await nodeIdForChild(store, input.node_uuid as string);
     let group: PortgroupRow | undefined;
     if (typeof input.portgroup_uuid === 'string') {
@@ -141,6 +157,7 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
       ...(input.physical_network !== undefined ? { physicalNetwork: input.physical_network as string | null } : {}),
       ...(input.local_link_connection !== undefined ? { localLinkConnection: input.local_link_connection as Record<string, unknown> } : {}),
       ...(input.extra !== undefined ? { extra: input.extra as Record<string, unknown> } : {}),
+      ...(input.is_smartnic !== undefined ? { isSmartnic: input.is_smartnic as boolean } : {}),
     });
     const base = baseUrl(request, config.api.public_endpoint);
     reply.code(201).header('Location', `${base}/v1/ports/${port.uuid}`);
@@ -155,12 +172,14 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
     const changed = PORT_FIELDS.applyPatch(port, ops);
     checkJsonFields(changed, limits);
     checkPhysnet(changed.physical_network);
+    checkSmartnicAndNetworkType(changed.is_smartnic ?? port.is_smartnic, changed.local_link_connection ?? port.local_link_connection, request.apiVersion, changed.local_link_connection !== undefined);
     const changes: PortChanges = {
       ...(changed.address !== undefined ? { address: changed.address as string } : {}),
       ...(changed.pxe_enabled !== undefined ? { pxeEnabled: changed.pxe_enabled as boolean } : {}),
       ...(changed.physical_network !== undefined ? { physicalNetwork: changed.physical_network as string | null } : {}),
       ...(changed.extra !== undefined ? { extra: changed.extra as Record<string, unknown> } : {}),
       ...(changed.local_link_connection !== undefined ? { localLinkConnection: changed.local_link_connection as Record<string, unknown> } : {}),
+      ...(changed.is_smartnic !== undefined ? { isSmartnic: changed.is_smartnic as boolean } : {}),
     };
     const groupChanged = changed.portgroup_uuid !== undefined && changed.portgroup_uuid !== port.portgroup_uuid;
     const groupUuid = groupChanged ? (changed.portgroup_uuid as string | null) : port.portgroup_uuid;
@@ -177,7 +196,14 @@ export function portRoutes(app: FastifyInstance, options: { store: Store; config
   });
 
   app.delete<One>('/v1/ports/:uuid', async (request, reply) => {
-    await deletePort(store, portUuid(request.params.uuid));
+    const uuid = portUuid(request.params.uuid);
+    // Ironic's: a port bound to a VIF is kept (409) unless its node is in maintenance; detach first.
+    const port = await getPort(store, uuid);
+    const vif = port.internal_info.tenant_vif_port_id;
+    if (typeof vif === 'string' && !(await nodeIdForChild(store, port.node_uuid)).maintenance) {
+      throw new Conflict(`Cannot delete the port ${port.uuid} as it is bound to VIF ${vif} for tenant use; detach it first (DELETE /v1/nodes/${port.node_uuid}/vifs/${vif})`);
+    }
+    await deletePort(store, uuid);
     return reply.code(204).send();
   });
 }

@@ -18,6 +18,10 @@ const V1_RESOURCES: ReadonlyArray<[string, Microversion]> = [
   ['volume', [1, 32]],
   ['portgroups', [1, 23]],
   ['conductors', [1, 49]],
+  ['allocations', [1, 52]],
+  ['events', [1, 54]],
+  ['deploy_templates', [1, 55]],
+  ['shards', [1, 82]],
 ];
 
 export interface RootOptions {

@@ -14,6 +14,8 @@ import type { InterfaceType } from '../../drivers/hardware-type.js';
 import { IPMI_HARDWARE } from '../../drivers/ipmi/ipmi-hardware.js';
 import { apiRequest, clientContext, withClientOptions } from '../client.js';
 import { addTraitCommands } from './node-trait.js';
+import { addLaterFieldOptions, addLaterListOptions, addLaterNodeCommands, laterFieldPatch, laterListParams } from './node-later.js';
+import { addNodeExtraCommands } from './node-extras.js';
 import { emit, renderRecord, renderTable } from '../output.js';
 import { nodeFailure, waitForNode, WaitFailed, waitSeconds } from '../wait.js';
 
@@ -195,14 +197,15 @@ function inventorySummary(inv: Inventory, plugin: Record<string, unknown>): Reco
 export function nodeCommand(): Command {
   const node = new Command('node').description('manage bare-metal nodes through the API (like `baremetal node`)');
 
-  withClientOptions(node.command('list').description('list nodes'))
+  const list = withClientOptions(node.command('list').description('list nodes'))
     .addOption(new Option('--provision-state <state>', 'only nodes in this provision state'))
     .addOption(new Option('--driver <driver>', 'only nodes with this hardware type'))
     .addOption(new Option('--conductor-group <group>', 'only nodes of this conductor group'))
     .addOption(new Option('--resource-class <class>', 'only nodes of this resource class'))
     .addOption(new Option('--maintenance', 'only nodes in maintenance'))
-    .addOption(new Option('--long', 'show more columns'))
-    .action(async (opts: { provisionState?: string; driver?: string; conductorGroup?: string; resourceClass?: string; maintenance?: boolean; long?: boolean }, command: Command) => {
+    .addOption(new Option('--long', 'show more columns'));
+  addLaterListOptions(list);
+  list.action(async (opts: { provisionState?: string; driver?: string; conductorGroup?: string; resourceClass?: string; maintenance?: boolean; long?: boolean }, command: Command) => {
       const { base, format } = clientContext(command);
       const params = new URLSearchParams({ detail: 'True' });
       if (opts.provisionState) params.set('provision_state', opts.provisionState);
@@ -210,6 +213,7 @@ export function nodeCommand(): Command {
       if (opts.conductorGroup !== undefined) params.set('conductor_group', opts.conductorGroup);
       if (opts.resourceClass) params.set('resource_class', opts.resourceClass);
       if (opts.maintenance) params.set('maintenance', 'True');
+      laterListParams(opts, params);
       const nodes: NodeJson[] = [];
       let path: string | undefined = `/v1/nodes?${params.toString()}`;
       while (path) {
@@ -283,13 +287,18 @@ export function nodeCommand(): Command {
       .option(`--property <${verb === 'set' ? 'key=value' : 'key'}>`, 'properties entry (repeatable)', collect)
       .option(`--extra <${verb === 'set' ? 'key=value' : 'key'}>`, 'extra entry (repeatable)', collect)
       .option(`--instance-info <${verb === 'set' ? 'key=value' : 'key'}>`, 'instance_info entry (repeatable)', collect);
-    if (verb === 'set') cmd.option('--driver <driver>', 'change the hardware type (ipmi, fake-hardware)');
+    if (verb === 'set') {
+      cmd
+        .option('--driver <driver>', 'change the hardware type (ipmi, fake-hardware); the node keeps its interfaces, each of which the new type must enable, unless --reset-interfaces')
+        .option('--reset-interfaces', 'with --driver: reset every interface not given in this command to the new hardware type\'s default (API 1.45 reset_interfaces)');
+    }
     for (const { type, flag } of INTERFACE_FLAGS) {
       cmd.option(
         verb === 'set' ? `--${flag} <name>` : `--${flag}`,
         verb === 'set' ? `${type} interface implementation: ${interfaceChoices(type)}` : `reset the ${type} interface to the hardware type's default`,
       );
     }
+    addLaterFieldOptions(cmd, verb);
     if (verb === 'set') cmd.addHelpText('after', '\nThe keys each interface reads from driver_info and instance_info: docs/driver-fields.md.');
     cmd.action(async (ident: string, opts: Record<string, string | string[] | boolean | undefined>, command: Command) => {
       const { base, format } = clientContext(command);
@@ -303,12 +312,17 @@ export function nodeCommand(): Command {
       for (const [flag, field] of [['driverInfo', 'driver_info'], ['property', 'properties'], ['extra', 'extra'], ['instanceInfo', 'instance_info']] as const) {
         patch.push(...keyValues(field, opts[flag] as string[] | undefined, op));
       }
+      patch.push(...laterFieldPatch(opts, op));
       if (patch.length === 0) throw new UsageError(`node ${verb}: name at least one field to ${verb === 'set' ? 'change' : 'remove'}`);
-      const n = await apiRequest<NodeJson>(base, 'PATCH', `/v1/nodes/${encodeURIComponent(ident)}`, patch);
+      if (opts.resetInterfaces === true && opts.driver === undefined) throw new UsageError('--reset-interfaces: only with --driver');
+      const query = opts.resetInterfaces === true ? '?reset_interfaces=true' : '';
+      const n = await apiRequest<NodeJson>(base, 'PATCH', `/v1/nodes/${encodeURIComponent(ident)}${query}`, patch);
       const changed = Object.fromEntries(scalars.filter(([flag]) => opts[flag] !== undefined && flag !== 'name').map(([, field]) => [field, n[field]]));
       emit(format, n, () => renderRecord({ uuid: n.uuid, name: n.name, ...changed, driver_info: n.driver_info, properties: n.properties, extra: n.extra }));
     });
   }
+
+  addLaterNodeCommands(node);
 
   withClientOptions(node.command('delete').description('delete nodes (enroll, manageable or available ones)').argument('<nodes...>', 'node uuids or names'))
     .action(async (idents: string[], _opts: unknown, command: Command) => {
@@ -327,6 +341,7 @@ export function nodeCommand(): Command {
         '--clean-steps <steps>',
         `the steps to run, in order: a JSON list of {"interface", "step", "args"?} objects, @file holding one, or - for standard input; e.g. '${CLEAN_STEPS_EXAMPLE}'`,
       );
+      cmd.option('--disable-ramdisk', 'clean without booting the ramdisk (API 1.70 disable_ramdisk): only out-of-band steps, which need no agent, are accepted; the others are refused');
     }
     if (verb === 'rescue') {
       cmd.requiredOption('--rescue-password <password>', 'the password of user rescue in the rescue ramdisk, or - to read it from standard input; the API keeps only its crypt hash');
@@ -349,7 +364,7 @@ export function nodeCommand(): Command {
           `wait until the node rests (default 600 s): exit 0 when it ${settled ? `is ${settled}` : 'rests'}; exit 1 with its last_error on stderr as soon as it fails (a "* failed" state, error, or a rest elsewhere such as enroll after a failed BMC check)`,
         ),
       )
-      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string; image?: string; imageChecksum?: string; configDrive?: string; rescuePassword?: string }, command: Command) => {
+      .action(async (ident: string, opts: { wait?: string | boolean; cleanSteps?: string; disableRamdisk?: boolean; image?: string; imageChecksum?: string; configDrive?: string; rescuePassword?: string }, command: Command) => {
         const seconds = waitSeconds(opts.wait, 600);
         const cleanSteps = opts.cleanSteps !== undefined ? readCleanSteps(opts.cleanSteps) : undefined;
         const rescuePassword = opts.rescuePassword !== undefined ? readRescuePassword(opts.rescuePassword) : undefined;
@@ -360,6 +375,7 @@ export function nodeCommand(): Command {
           target,
           ...(cleanSteps !== undefined ? { clean_steps: cleanSteps } : {}),
           ...(rescuePassword !== undefined ? { rescue_password: rescuePassword } : {}),
+          ...(opts.disableRamdisk === true ? { disable_ramdisk: true } : {}),
         });
         if (seconds === null) return void process.stdout.write(`Requested ${verb} of node ${ident}\n`);
         const n = await waitForNode(base, ident, seconds);
@@ -396,5 +412,6 @@ export function nodeCommand(): Command {
     });
 
   addTraitCommands(node);
+  addNodeExtraCommands(node);
   return node;
 }

@@ -31,6 +31,18 @@ export interface FakeMachine {
   consoleStarted?: boolean;
   /** Clean steps the fake deploy interface "ran", in order (`deploy.erase_devices_metadata`…). */
   cleanSteps: string[];
+  /** The boot mode the fake management interface was set to (absent: never set, reported unknown). */
+  bootMode?: 'bios' | 'uefi';
+  /** The secure boot state the fake management interface was set to (absent: never set, reported unknown). */
+  secureBoot?: boolean;
+  /** Deploy steps the fake BIOS and RAID interfaces "ran", in order (`bios.apply_configuration`…). */
+  deploySteps: string[];
+  /** Vendor methods the fake vendor interface ran, in order (absent: none yet). */
+  vendorCalls?: Array<{ method: string; httpMethod: string; result: unknown }>;
+  /** How many NMIs the fake management interface "injected" (absent: none). */
+  nmis?: number;
+  /** Indicator states the fake management interface was set to, by `name@component`. */
+  indicators?: Record<string, string>;
 }
 
 export class FakeHardwareState {
@@ -43,7 +55,7 @@ export class FakeHardwareState {
   machine(node: Pick<DriverNode, 'uuid' | 'power_state'>): FakeMachine {
     let machine = this.machines.get(node.uuid);
     if (machine === undefined) {
-      machine = { power: node.power_state === 'power on' ? 'power on' : 'power off', bootDevice: 'pxe', persistent: false, prepared: null, powerOns: 0, inspections: 0, rescued: false, cleanSteps: [] };
+      machine = { power: node.power_state === 'power on' ? 'power on' : 'power off', bootDevice: 'pxe', persistent: false, prepared: null, powerOns: 0, inspections: 0, rescued: false, cleanSteps: [], deploySteps: [] };
       this.machines.set(node.uuid, machine);
     }
     return machine;
@@ -52,7 +64,7 @@ export class FakeHardwareState {
   /** A copy of the node's machine, or undefined if no fake interface has touched it. */
   peek(uuid: string): FakeMachine | undefined {
     const machine = this.machines.get(uuid);
-    return machine === undefined ? undefined : { ...machine, cleanSteps: [...machine.cleanSteps] };
+    return machine === undefined ? undefined : { ...machine, cleanSteps: [...machine.cleanSteps], deploySteps: [...machine.deploySteps] };
   }
 
   /** Forgets a node (e.g. when it is deleted). */

@@ -3,13 +3,16 @@
  * UEFI nodes get `efiboot`, so the BMC does not switch them to legacy boot with the override.
  */
 import { nodeBootMode } from '../capabilities.js';
-import { BootDeviceActionFailed, InvalidParameterValue, IpmiFailure } from '../errors.js';
+import { BootDeviceActionFailed, InvalidParameterValue, IpmiFailure, ManagementActionFailed } from '../errors.js';
 import type { BootDevice, BootDeviceState, ManagementInterface } from '../management.js';
 import { BOOT_DEVICES } from '../management.js';
 import type { DriverTask } from '../task.js';
 import { parseIpmiDriverInfo } from './ipmi-driver-info.js';
 import type { Ipmitool } from './ipmitool.js';
 import { parseBootParam } from './ipmitool-output.js';
+
+/** The ipmitool command that injects an NMI (Ironic's `power diag`); exported for tests. */
+export const NMI_COMMAND: readonly string[] = ['chassis', 'power', 'diag'];
 
 /** The `chassis bootdev` arguments for a device; exported for tests. */
 export function bootdevCommand(device: BootDevice, persistent: boolean, uefi: boolean): string[] {
@@ -40,6 +43,18 @@ export class IpmitoolManagement implements ManagementInterface {
       throw err;
     }
     task.logger.info({ node: task.node.uuid, device, persistent }, 'boot device set');
+  }
+
+  /** Ironic's: `power diag`, the chassis command that pulses the NMI. */
+  async injectNmi(task: DriverTask): Promise<void> {
+    const info = parseIpmiDriverInfo(task.node.driver_info);
+    try {
+      await this.ipmitool.run(info, NMI_COMMAND, task.signal);
+    } catch (err) {
+      if (err instanceof IpmiFailure) throw new ManagementActionFailed(task.node.uuid, 'inject NMI', err.bmcMessage, { cause: err });
+      throw err;
+    }
+    task.logger.info({ node: task.node.uuid }, 'NMI injected');
   }
 
   async getBootDevice(task: DriverTask): Promise<BootDeviceState> {
