@@ -6,10 +6,10 @@
  * A create's `node` (backfilling, 1.58) is no field of the view: the API reads it first.
  */
 import { Type } from 'typebox';
-import { UUID_PATTERN, UUID_SCHEMA_PATTERN } from '../common/uuid.js';
+import { UUID_PATTERN } from '../common/uuid.js';
 import type { AllocationRow } from '../db/schema.js';
 import type { ChassisFieldContext } from './chassis-fields.js';
-import { FieldTable } from './field-table.js';
+import { FieldTable, shownValue, UUID_INPUT } from './field-table.js';
 import type { ApiVersion, FieldSpec } from './field-table.js';
 import { NODE_NAME_PATTERN } from './node-fields.js';
 import { MAX_TRAITS_PER_NODE, checkTrait } from './traits.js';
@@ -36,7 +36,6 @@ export const ALLOCATION_PATCH_FIELDS = ['name', 'extra'] as const;
 /** At most this many candidate nodes (a bound on the request, far above any rack). */
 export const MAX_CANDIDATE_NODES = 1000;
 
-const shown = (v: unknown): string => JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v);
 
 /** A node's logical name or uuid, as `candidate_nodes` names nodes. */
 export function isNodeIdent(value: unknown): value is string {
@@ -45,7 +44,7 @@ export function isNodeIdent(value: unknown): value is string {
 
 /** Whether every entry is a valid trait (the message comes from `traitsProblem`). */
 function traitsProblem(value: unknown): string | null {
-  if (!Array.isArray(value)) return `expected a list of traits, got ${shown(value)}`;
+  if (!Array.isArray(value)) return `expected a list of traits, got ${shownValue(value)}`;
   if (value.length > MAX_TRAITS_PER_NODE) return `${value.length} traits; at most ${MAX_TRAITS_PER_NODE} are allowed`;
   for (const [i, t] of value.entries()) {
     try {
@@ -60,19 +59,14 @@ function traitsProblem(value: unknown): string | null {
 const ALLOCATION_FIELD_ROWS: Readonly<Record<string, FieldSpec<AllocationView, AllocationFieldContext>>> = {
   uuid: {
     since: [1, 52], column: 'uuid',
-    input: {
-      schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
-      expected: (v) => `expected a UUID, got ${shown(v)}`,
-      create: true,
-      normalize: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
-    },
+    input: UUID_INPUT,
   },
   // A logical name, as a node's: allocations are found by it like by the uuid, so never a UUID.
   name: {
     since: [1, 52], column: 'name',
     input: {
       schema: Type.Union([Type.String({ pattern: NODE_NAME_PATTERN.source }), Type.Null()]),
-      expected: (v) => `${shown(v)} is not a valid allocation name (letters, digits and - . _ ~, at most 255, not a UUID)`,
+      expected: (v) => `${shownValue(v)} is not a valid allocation name (letters, digits and - . _ ~, at most 255, not a UUID)`,
       refine: (v) => !UUID_PATTERN.test(v as string), create: true, patch: true,
     },
   },
@@ -100,9 +94,9 @@ const ALLOCATION_FIELD_ROWS: Readonly<Record<string, FieldSpec<AllocationView, A
       schema: Type.Union([Type.Array(Type.Unknown(), { maxItems: MAX_CANDIDATE_NODES }), Type.Null()]),
       refine: (v) => (v as unknown[]).every(isNodeIdent),
       expected: (v) => {
-        if (!Array.isArray(v)) return `expected a list of node names or uuids, got ${shown(v)}`;
+        if (!Array.isArray(v)) return `expected a list of node names or uuids, got ${shownValue(v)}`;
         if (v.length > MAX_CANDIDATE_NODES) return `${v.length} nodes; at most ${MAX_CANDIDATE_NODES} are allowed`;
-        return `${shown(v.find((n) => !isNodeIdent(n)))} is not a node name or uuid`;
+        return `${shownValue(v.find((n) => !isNodeIdent(n)))} is not a node name or uuid`;
       },
       create: true,
       normalize: (v) => (v as string[] | null) ?? [],

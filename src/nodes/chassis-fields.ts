@@ -4,9 +4,8 @@
  * in (all of them 1.1, as in Ironic), how the view reads it, and what create and PATCH take.
  */
 import { Type } from 'typebox';
-import { UUID_SCHEMA_PATTERN } from '../common/uuid.js';
 import type { ChassisRow } from '../db/schema.js';
-import { FieldTable } from './field-table.js';
+import { FieldTable, UUID_INPUT } from './field-table.js';
 import type { FieldSpec } from './field-table.js';
 
 /** A resource link as the API shows it (`self` and `bookmark`). */
@@ -21,17 +20,11 @@ export interface ChassisFieldContext {
   links: (collection: string, id: string) => ResourceLink[];
 }
 
-const shown = (v: unknown): string => JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v);
 
 const CHASSIS_FIELD_ROWS: Readonly<Record<string, FieldSpec<ChassisRow, ChassisFieldContext>>> = {
   uuid: {
     since: [1, 1], column: 'uuid',
-    input: {
-      schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
-      expected: (v) => `expected a UUID, got ${shown(v)}`,
-      create: true,
-      normalize: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
-    },
+    input: UUID_INPUT,
   },
   description: {
     since: [1, 1], column: 'description',

@@ -11,9 +11,8 @@ import { Type } from 'typebox';
 import { InvalidParameter } from '../common/errors.js';
 import { cloneJson, isForbiddenKey } from '../common/json-safety.js';
 import { maskSecrets } from '../common/mask.js';
-import { UUID_SCHEMA_PATTERN } from '../common/uuid.js';
 import type { DeployTemplateRow, DeployTemplateStep } from '../db/schema.js';
-import { FieldTable } from './field-table.js';
+import { FieldTable, shownValue, UUID_INPUT } from './field-table.js';
 import type { FieldSpec } from './field-table.js';
 import { checkTrait } from './traits.js';
 import type { ResourceLink } from './chassis-fields.js';
@@ -32,7 +31,6 @@ const MAX_STEP_NAME = 255;
 const STEP_KEYS = ['interface', 'step', 'args', 'priority'] as const;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const shown = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(v.slice(0, 100)) : JSON.stringify(v) ?? String(v));
 
 /**
  * One deploy step, checked (400 naming `where` and the key): `interface` one of
@@ -42,19 +40,19 @@ const shown = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(v.
 export function checkDeployStep(value: unknown, where: string): DeployTemplateStep {
   if (!isObject(value)) throw new InvalidParameter(`${where}: expected an object with interface, step, args and priority`);
   for (const key of Object.keys(value)) {
-    if (!(STEP_KEYS as readonly string[]).includes(key)) throw new InvalidParameter(`${where}: unexpected key ${shown(key)}; a deploy step has interface, step, args and priority`);
+    if (!(STEP_KEYS as readonly string[]).includes(key)) throw new InvalidParameter(`${where}: unexpected key ${shownValue(key)}; a deploy step has interface, step, args and priority`);
   }
   for (const key of STEP_KEYS) if (value[key] === undefined) throw new InvalidParameter(`${where}.${key}: required`);
   const { interface: iface, step, args, priority } = value;
   if (typeof iface !== 'string' || !(DEPLOY_STEP_INTERFACES as readonly string[]).includes(iface)) {
-    throw new InvalidParameter(`${where}.interface: expected one of ${DEPLOY_STEP_INTERFACES.join(', ')}, got ${shown(iface)}`);
+    throw new InvalidParameter(`${where}.interface: expected one of ${DEPLOY_STEP_INTERFACES.join(', ')}, got ${shownValue(iface)}`);
   }
-  if (typeof step !== 'string' || step === '' || step.length > MAX_STEP_NAME) throw new InvalidParameter(`${where}.step: expected a step name (a non-empty string of at most ${MAX_STEP_NAME} characters), got ${shown(step)}`);
-  if (!isObject(args)) throw new InvalidParameter(`${where}.args: expected an object, got ${shown(args)}`);
-  for (const key of Object.keys(args)) if (isForbiddenKey(key)) throw new InvalidParameter(`${where}.args: the key ${shown(key)} is not accepted`);
+  if (typeof step !== 'string' || step === '' || step.length > MAX_STEP_NAME) throw new InvalidParameter(`${where}.step: expected a step name (a non-empty string of at most ${MAX_STEP_NAME} characters), got ${shownValue(step)}`);
+  if (!isObject(args)) throw new InvalidParameter(`${where}.args: expected an object, got ${shownValue(args)}`);
+  for (const key of Object.keys(args)) if (isForbiddenKey(key)) throw new InvalidParameter(`${where}.args: the key ${shownValue(key)} is not accepted`);
   const number = typeof priority === 'string' && /^[0-9]+$/.test(priority) ? Number(priority) : priority;
   if (typeof number !== 'number' || !Number.isInteger(number) || number < 0 || number > MAX_STEP_PRIORITY) {
-    throw new InvalidParameter(`${where}.priority: expected an integer from 0 (disabled) to ${MAX_STEP_PRIORITY}, or a string of its digits, got ${shown(priority)}`);
+    throw new InvalidParameter(`${where}.priority: expected an integer from 0 (disabled) to ${MAX_STEP_PRIORITY}, or a string of its digits, got ${shownValue(priority)}`);
   }
   return { interface: iface, step, args: cloneJson(args), priority: number };
 }
@@ -98,18 +96,13 @@ const isTrait = (v: unknown): boolean => {
 const DEPLOY_TEMPLATE_FIELD_ROWS: Readonly<Record<string, FieldSpec<DeployTemplateRow, DeployTemplateFieldContext>>> = {
   uuid: {
     since: [1, 55], column: 'uuid',
-    input: {
-      schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
-      expected: (v) => `expected a UUID, got ${shown(v)}`,
-      create: true,
-      normalize: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
-    },
+    input: UUID_INPUT,
   },
   name: {
     since: [1, 55], column: 'name',
     input: {
       schema: Type.String({ minLength: 1, maxLength: 255 }),
-      expected: (v) => `invalid trait ${shown(v)}; a deploy template's name is a trait: CUSTOM_ then A-Z, 0-9 and _, or a standard trait (COMPUTE_, HW_, MISC_, OWNER_, STORAGE_), at most 255 characters`,
+      expected: (v) => `invalid trait ${shownValue(v)}; a deploy template's name is a trait: CUSTOM_ then A-Z, 0-9 and _, or a standard trait (COMPUTE_, HW_, MISC_, OWNER_, STORAGE_), at most 255 characters`,
       create: { required: 'required, a trait such as CUSTOM_RAID1' },
       patch: true,
       refine: isTrait,

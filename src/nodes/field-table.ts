@@ -15,6 +15,7 @@ import { apiTime } from '../common/api-time.js';
 import { InvalidParameter, NotAcceptable } from '../common/errors.js';
 import { cloneJson, isForbiddenKey, stringProblem } from '../common/json-safety.js';
 import { maskSecrets } from '../common/mask.js';
+import { UUID_SCHEMA_PATTERN } from '../common/uuid.js';
 
 /** An API microversion as [major, minor] (the API's `Microversion`). */
 export type ApiVersion = readonly [number, number];
@@ -369,3 +370,17 @@ function checkPathTokens(path: string, index: number): void {
     if (problem !== null) throw new InvalidParameter(`patch[${index}].path: ${problem}`);
   }
 }
+
+/** A client's value as a 400 quotes it: JSON, strings cut to 300 characters. */
+export const shownValue = (v: unknown): string => JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v) ?? String(v);
+
+/**
+ * The `uuid` of every resource but the node: a UUID in any case, or null (or absent) for one the
+ * store makes; settable on create only; stored in lower case.
+ */
+export const UUID_INPUT: FieldInput = {
+  schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
+  expected: (v) => `expected a UUID, got ${shownValue(v)}`,
+  create: true,
+  normalize: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
+};

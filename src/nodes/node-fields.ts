@@ -9,7 +9,7 @@ import { Type } from 'typebox';
 import { isDiscoveryUuid } from '../boot/discovery.js';
 import { UUID_PATTERN, UUID_SCHEMA_PATTERN } from '../common/uuid.js';
 import type { NodeRow } from '../db/schema.js';
-import { FieldTable } from './field-table.js';
+import { FieldTable, shownValue } from './field-table.js';
 import { booleanSpelling } from './port-fields.js';
 import type { FieldInput, FieldSpec } from './field-table.js';
 import { LATER_NODE_FIELD_ROWS } from './node-fields-later.js';
@@ -33,7 +33,6 @@ export interface NodeFieldContext {
 type NodeField = FieldSpec<NodeRow, NodeFieldContext>;
 
 const lower = (v: unknown): unknown => (typeof v === 'string' ? v.toLowerCase() : v);
-const shown = (v: unknown): string => JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v);
 
 /** A JSON object a client sets on create and edits key by key with PATCH. */
 const jsonInput: FieldInput = { schema: Type.Record(Type.String(), Type.Unknown()), expected: 'expected a JSON object', create: true, patch: true, json: true };
@@ -59,7 +58,7 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
     input: {
       schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
       // The discovery boot entries' uuids name directories in the boot roots: no node may have one.
-      expected: (v) => (typeof v === 'string' && isDiscoveryUuid(v) ? `${shown(v)} is reserved for the auto-discovery boot entries` : `expected a UUID, got ${shown(v)}`),
+      expected: (v) => (typeof v === 'string' && isDiscoveryUuid(v) ? `${shownValue(v)} is reserved for the auto-discovery boot entries` : `expected a UUID, got ${shownValue(v)}`),
       refine: (v) => typeof v !== 'string' || !isDiscoveryUuid(v),
       create: true,
       normalize: lower,
@@ -71,7 +70,7 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
       schema: Type.Union([Type.String({ pattern: NODE_NAME_PATTERN.source }), Type.Null()]),
       // Nodes are found by UUID or name, so a name must not read as a UUID.
       refine: (v) => !UUID_PATTERN.test(v as string),
-      expected: (v) => `${shown(v)} is not a valid node name (letters, digits and - . _ ~, at most 255, not a UUID)`,
+      expected: (v) => `${shownValue(v)} is not a valid node name (letters, digits and - . _ ~, at most 255, not a UUID)`,
       create: true, patch: true,
     },
   },
@@ -81,7 +80,7 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
     since: [1, 1], column: 'chassis_uuid', view: (n) => n.chassis_uuid ?? null, reads: ['chassis_uuid'],
     input: {
       schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
-      expected: (v) => `expected the UUID of a chassis or null, got ${shown(v)}`,
+      expected: (v) => `expected the UUID of a chassis or null, got ${shownValue(v)}`,
       create: true, patch: true, normalize: lower, clearSince: [1, 25],
     },
   },
@@ -97,7 +96,7 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
   instance_info: { since: [1, 1], column: 'instance_info', view: 'masked', input: jsonInput },
   instance_uuid: {
     since: [1, 1], column: 'instance_uuid',
-    input: { schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]), expected: (v) => `expected a UUID, got ${shown(v)}`, create: true, patch: true, normalize: lower },
+    input: { schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]), expected: (v) => `expected a UUID, got ${shownValue(v)}`, create: true, patch: true, normalize: lower },
   },
   properties: { since: [1, 1], column: 'properties', input: jsonInput },
   // Below 1.2 Ironic shows `available` as null (the state had no name yet).
@@ -150,7 +149,7 @@ const NODE_FIELD_ROWS: Readonly<Record<string, NodeField>> = {
     input: {
       // The column holds no null: removing the group (or sending null) means the default group, as Ironic.
       schema: Type.Union([Type.String({ pattern: GROUP_PATTERN }), Type.Null()]),
-      expected: (v) => `${shown(v)} is invalid; use at most 255 letters, digits, _ . - only`,
+      expected: (v) => `${shownValue(v)} is invalid; use at most 255 letters, digits, _ . - only`,
       create: true, patch: true, removed: '', empty: '',
       normalize: (v) => (v === null ? '' : lower(v)),
     },

@@ -10,7 +10,7 @@ import { UUID_PATTERN, UUID_SCHEMA_PATTERN } from '../common/uuid.js';
 import type { PortgroupsTable } from '../db/schema.js';
 import type { Selectable } from 'kysely';
 import type { ChassisFieldContext } from './chassis-fields.js';
-import { FieldTable } from './field-table.js';
+import { FieldTable, shownValue, UUID_INPUT } from './field-table.js';
 import type { FieldSpec } from './field-table.js';
 import { NODE_NAME_PATTERN } from './node-fields.js';
 import { booleanSpelling } from './port-fields.js';
@@ -22,25 +22,19 @@ export type PortgroupRow = Selectable<PortgroupsTable> & { node_uuid: string };
 /** What the view needs beyond the row: the API's links (as for chassis). */
 export type PortgroupFieldContext = ChassisFieldContext;
 
-const shown = (v: unknown): string => JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v);
 const jsonObject = Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]);
 
 const PORTGROUP_FIELD_ROWS: Readonly<Record<string, FieldSpec<PortgroupRow, PortgroupFieldContext>>> = {
   uuid: {
     since: [1, 23], column: 'uuid',
-    input: {
-      schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
-      expected: (v) => `expected a UUID, got ${shown(v)}`,
-      create: true,
-      normalize: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
-    },
+    input: UUID_INPUT,
   },
   // Any MAC spelling, stored as aa:bb:cc:dd:ee:ff; null for none.
   address: {
     since: [1, 23], column: 'address',
     input: {
       schema: Type.Union([Type.String(), Type.Null()]),
-      expected: (v) => `${shown(v)} is not a valid MAC address`,
+      expected: (v) => `${shownValue(v)} is not a valid MAC address`,
       refine: isMacAddress, create: true, patch: true,
       normalize: (v) => (v === null ? null : normalizeMac(v)),
     },
@@ -50,7 +44,7 @@ const PORTGROUP_FIELD_ROWS: Readonly<Record<string, FieldSpec<PortgroupRow, Port
     since: [1, 23], column: 'name',
     input: {
       schema: Type.Union([Type.String({ pattern: NODE_NAME_PATTERN.source }), Type.Null()]),
-      expected: (v) => `${shown(v)} is not a valid port group name (letters, digits and - . _ ~, at most 255, not a UUID)`,
+      expected: (v) => `${shownValue(v)} is not a valid port group name (letters, digits and - . _ ~, at most 255, not a UUID)`,
       refine: (v) => !UUID_PATTERN.test(v as string), create: true, patch: true,
     },
   },
@@ -59,7 +53,7 @@ const PORTGROUP_FIELD_ROWS: Readonly<Record<string, FieldSpec<PortgroupRow, Port
     since: [1, 23], column: 'node_uuid',
     input: {
       schema: Type.String({ pattern: UUID_SCHEMA_PATTERN }),
-      expected: (v) => `expected the UUID of a node, got ${shown(v)}`,
+      expected: (v) => `expected the UUID of a node, got ${shownValue(v)}`,
       create: { required: "required, the uuid of the port group's node" }, patch: true,
       normalize: (v) => (v as string).toLowerCase(),
     },

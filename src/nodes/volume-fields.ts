@@ -8,7 +8,7 @@
 import { Type } from 'typebox';
 import { UUID_SCHEMA_PATTERN } from '../common/uuid.js';
 import type { ResourceLink } from './chassis-fields.js';
-import { FieldTable } from './field-table.js';
+import { FieldTable, shownValue, UUID_INPUT } from './field-table.js';
 import type { FieldInput, FieldSpec } from './field-table.js';
 import type { VolumeConnectorRow, VolumeTargetRow } from './volume-store.js';
 
@@ -25,10 +25,9 @@ export interface VolumeFieldContext {
   links: (collection: string, id: string) => ResourceLink[];
 }
 
-const shown = (v: unknown): string => JSON.stringify(typeof v === 'string' ? v.slice(0, 300) : v);
 const string = (max: number, required?: string): FieldInput => ({
   schema: Type.String({ maxLength: max }),
-  expected: (v) => `expected a string of at most ${max} characters, got ${shown(v)}`,
+  expected: (v) => `expected a string of at most ${max} characters, got ${shownValue(v)}`,
   create: required === undefined ? true : { required },
   patch: true,
 });
@@ -38,16 +37,10 @@ const jsonObject = (): FieldInput => ({
   expected: 'expected a JSON object', create: true, patch: true, json: true,
   normalize: (v) => v ?? {},
 });
-const uuidInput: FieldInput = {
-  schema: Type.Union([Type.String({ pattern: UUID_SCHEMA_PATTERN }), Type.Null()]),
-  expected: (v) => `expected a UUID, got ${shown(v)}`,
-  create: true,
-  normalize: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
-};
 // The node's uuid (Ironic takes a uuid only here, not a name); PATCH moves the resource to another node.
 const nodeUuidInput = (noun: string): FieldInput => ({
   schema: Type.String({ pattern: UUID_SCHEMA_PATTERN }),
-  expected: (v) => `expected the uuid of the ${noun}'s node, got ${shown(v)}`,
+  expected: (v) => `expected the uuid of the ${noun}'s node, got ${shownValue(v)}`,
   create: { required: `required, the uuid of the ${noun}'s node` },
   patch: true,
   normalize: (v) => (v as string).toLowerCase(),
@@ -65,12 +58,12 @@ function commonRows<Row extends { uuid: string }>(collection: string, noun: stri
 
 export const VOLUME_CONNECTOR_FIELDS = new FieldTable<VolumeConnectorRow, VolumeFieldContext>(
   {
-    uuid: { since: VOLUME_SINCE, column: 'uuid', input: uuidInput },
+    uuid: { since: VOLUME_SINCE, column: 'uuid', input: UUID_INPUT },
     type: {
       since: VOLUME_SINCE, column: 'type',
       input: {
         schema: Type.Union(CONNECTOR_TYPES.map((t) => Type.Literal(t))),
-        expected: (v) => `expected one of ${CONNECTOR_TYPES.join(', ')}, got ${shown(v)}`,
+        expected: (v) => `expected one of ${CONNECTOR_TYPES.join(', ')}, got ${shownValue(v)}`,
         create: { required: `required, one of ${CONNECTOR_TYPES.join(', ')}` },
         patch: true,
       },
@@ -83,7 +76,7 @@ export const VOLUME_CONNECTOR_FIELDS = new FieldTable<VolumeConnectorRow, Volume
 
 export const VOLUME_TARGET_FIELDS = new FieldTable<VolumeTargetRow, VolumeFieldContext>(
   {
-    uuid: { since: VOLUME_SINCE, column: 'uuid', input: uuidInput },
+    uuid: { since: VOLUME_SINCE, column: 'uuid', input: UUID_INPUT },
     volume_type: { since: VOLUME_SINCE, column: 'volume_type', input: string(64, 'required, the type of the volume (iscsi, fibre_channel…)') },
     // Shown with secrets masked, as Ironic's view does (auth_password and the like).
     properties: { since: VOLUME_SINCE, column: 'properties', view: 'masked', input: jsonObject() },
@@ -91,7 +84,7 @@ export const VOLUME_TARGET_FIELDS = new FieldTable<VolumeTargetRow, VolumeFieldC
       since: VOLUME_SINCE, column: 'boot_index',
       input: {
         schema: Type.Integer({ minimum: -2147483648, maximum: 2147483647 }),
-        expected: (v) => `expected an integer, got ${shown(v)}`,
+        expected: (v) => `expected an integer, got ${shownValue(v)}`,
         create: { required: 'required, an integer (0 for the boot volume)' },
         patch: true,
       },

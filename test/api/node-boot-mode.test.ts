@@ -4,35 +4,22 @@
  * `boot_mode`/`secure_boot` (1.75) show what it reads back; an interface that cannot (ipmitool) is
  * refused with 400 and nothing changes; bad targets 400, busy nodes 409, below 1.76 404.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import type { NodeOperations } from '../../src/conductor/node-operations.js';
+import { describe, expect, it, vi } from 'vitest';
 import { FakeManagement } from '../../src/drivers/fake/fake-management.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
+import { fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
 const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
-const fault = (body: string) => (JSON.parse((JSON.parse(body) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
 
 describe.each(engines)('node boot mode and secure boot on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let ops: NodeOperations;
-  let close: () => Promise<void>;
-
-  beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    ({ app, ops, close } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => close());
+  const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown, version = 'latest') =>
-    app.inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
   const show = async (ident: string, version = 'latest') => (await call('GET', `/v1/nodes/${ident}`, undefined, version)).json<Record<string, unknown>>();
-  const settle = () => Promise.allSettled([...ops.running]);
+  const settle = () => Promise.allSettled([...api.ops().running]);
   const history = async (ident: string) => ((await call('GET', `/v1/nodes/${ident}/history?detail=true`)).json() as { history: Array<{ event_type: string; event: string }> }).history;
 
   it('changes them through the fake management interface and shows what it reads back', async () => {

@@ -5,42 +5,29 @@
  * `no-console`, `protected` only on active or rescued nodes and refusing undeploy, rebuild and
  * delete, and the drivers' logical disk properties.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { registerConductor } from '../../src/cluster/membership.js';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { createDriverRegistry, LOGICAL_DISK_PROPERTIES } from '../../src/drivers/index.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
+import { fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
 const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
-const fault = (body: string) => (JSON.parse((JSON.parse(body) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
 const RAID = { logical_disks: [{ size_gb: 100, raid_level: '1' }] };
 
 describe.each(engines)('node RAID, console and protection on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let ops: NodeOperations;
-  let close: () => Promise<void>;
-
-  beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    ({ app, ops, close } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => close());
+  const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown, version = 'latest') =>
-    app.inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
   async function node(name: string, extra: Record<string, unknown> = {}): Promise<string> {
     const res = await call('POST', '/v1/nodes', { name, driver: 'fake-hardware', ...extra });
     expect(res.statusCode, res.body).toBe(201);
     return res.json<{ uuid: string }>().uuid;
   }
   const show = async (uuid: string) => (await call('GET', `/v1/nodes/${uuid}`)).json<Record<string, unknown>>();
-  const settle = () => Promise.allSettled([...ops.running]);
+  const settle = () => Promise.allSettled([...api.ops().running]);
 
   it('shows the RAID keys of the states from 1.12 on, as the node view does', async () => {
     const uuid = await node('s1');

@@ -4,14 +4,10 @@
  * characters), every field with `detail` (or at `/history/detail`), paging with `limit`, `marker`
  * and `next`; one event by uuid, only through its own node; 404 below 1.78.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { writeHistory } from '../../src/cluster/reservations.js';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
+import { useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
 const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
@@ -20,19 +16,11 @@ type Event = Record<string, unknown> & { uuid: string; event: string; links: Arr
 
 describe.each(engines)('node history on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let close: () => Promise<void>;
-  let ops: NodeOperations;
+  const api = useInProcessApi(db);
 
-  beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    ({ app, close, ops } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => close());
-
-  const get = (url: string, version = 'latest') => app.inject({ method: 'GET', url, headers: V(version) });
+  const get = (url: string, version = 'latest') => api.app().inject({ method: 'GET', url, headers: V(version) });
   async function node(name: string): Promise<{ id: number; uuid: string }> {
-    const res = await app.inject({ method: 'POST', url: '/v1/nodes', headers: V('latest'), payload: { name, driver: 'fake-hardware' } });
+    const res = await api.app().inject({ method: 'POST', url: '/v1/nodes', headers: V('latest'), payload: { name, driver: 'fake-hardware' } });
     expect(res.statusCode, res.body).toBe(201);
     return db.store.db.selectFrom('nodes').select(['id', 'uuid']).where('name', '=', name).executeTakeFirstOrThrow();
   }
@@ -88,8 +76,8 @@ describe.each(engines)('node history on %s', (engine) => {
 
   it('records what the conductor does, and does not exist below 1.78', async () => {
     await node('c1');
-    await app.inject({ method: 'PUT', url: '/v1/nodes/c1/states/power', headers: V('latest'), payload: { target: 'power on' } });
-    await Promise.allSettled([...ops.running]);
+    await api.app().inject({ method: 'PUT', url: '/v1/nodes/c1/states/power', headers: V('latest'), payload: { target: 'power on' } });
+    await Promise.allSettled([...api.ops().running]);
     const { history } = (await get('/v1/nodes/c1/history?detail=true')).json() as { history: Event[] };
     expect(history.some((e) => e.event_type === 'power' && e.conductor === 'aio' && /power on/.test(e.event))).toBe(true);
     expect((await get('/v1/nodes/c1/history', '1.77')).statusCode).toBe(404);

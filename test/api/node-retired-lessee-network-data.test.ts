@@ -5,17 +5,12 @@
  * (`?retired=`, `?lessee=`, `?project=`, `?shard=`, `?sharded=`); a retired node is not provided and
  * its cleaning after an undeploy ends in `manageable`; the reason only goes with retirement.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import type { NodeOperations } from '../../src/conductor/node-operations.js';
+import { describe, expect, it } from 'vitest';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
+import { fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
 const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
-const fault = (body: string) => (JSON.parse((JSON.parse(body) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
 
 /** A network_data value in Nova's format: one NIC, one static IPv4 network, one DNS server. */
 const NETWORK_DATA = {
@@ -26,18 +21,10 @@ const NETWORK_DATA = {
 
 describe.each(engines)('node retired, lessee, network_data and shard on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let ops: NodeOperations;
-  let close: () => Promise<void>;
-
-  beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    ({ app, ops, close } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => close());
+  const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT', url: string, payload?: unknown, version = 'latest') =>
-    app.inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
   async function node(body: Record<string, unknown>, version = 'latest'): Promise<Record<string, unknown>> {
     const res = await call('POST', '/v1/nodes', body, version);
     expect(res.statusCode, res.body).toBe(201);
@@ -52,7 +39,7 @@ describe.each(engines)('node retired, lessee, network_data and shard on %s', (en
   };
   /** Lets the conductor's background work end (each step may start the next). */
   async function settle(): Promise<void> {
-    for (let i = 0; i < 50 && ops.running.size > 0; i++) await Promise.allSettled([...ops.running]);
+    for (let i = 0; i < 50 && api.ops().running.size > 0; i++) await Promise.allSettled([...api.ops().running]);
   }
   const setState = (name: string, provision_state: string) => db.store.db.updateTable('nodes').set({ provision_state }).where('name', '=', name).execute();
 

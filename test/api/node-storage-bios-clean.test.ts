@@ -4,32 +4,21 @@
  * from their versions (406 before), bad values refused with a 400 naming the field; the interfaces
  * in `validate` and the drivers' details; and `GET /v1/nodes/{node}/bios[/{setting}]` (1.40).
  */
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { registerConductor } from '../../src/cluster/membership.js';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
 import { createDriverRegistry } from '../../src/drivers/index.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
+import { fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
 const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
-const fault = (body: string) => (JSON.parse((JSON.parse(body) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
 
 describe.each(engines)('node storage, BIOS and automated clean on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let close: () => Promise<void>;
-
-  beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    ({ app, close } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => close());
+  const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown, version = 'latest') =>
-    app.inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
   async function node(body: Record<string, unknown>, version = 'latest'): Promise<Record<string, unknown>> {
     const res = await call('POST', '/v1/nodes', body, version);
     expect(res.statusCode, res.body).toBe(201);
@@ -167,7 +156,7 @@ describe.each(engines)('node storage, BIOS and automated clean on %s', (engine) 
     expect((one.ProcVirtualization!.links as Array<{ href: string }>)[0]!.href).toMatch(new RegExp(`/v1/nodes/${uuid}/bios/ProcVirtualization$`));
 
     // A node's settings go with it.
-    expect((await app.inject({ method: 'DELETE', url: '/v1/nodes/bios-1', headers: V('latest') })).statusCode).toBe(204);
+    expect((await api.app().inject({ method: 'DELETE', url: '/v1/nodes/bios-1', headers: V('latest') })).statusCode).toBe(204);
     expect(await db.store.db.selectFrom('bios_settings').selectAll().execute()).toEqual([]);
   });
 

@@ -5,32 +5,21 @@
  * (no free port 400, the same VIF twice 409, a VIF not attached 400), 1.67's port_uuid and
  * portgroup_uuid, and 404 below 1.28.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
+import { describe, expect, it } from 'vitest';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
+import { fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
 const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
-const fault = (body: string) => (JSON.parse((JSON.parse(body) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
 const VIF1 = '6e1c7b0a-4d1f-4f6e-9a55-1c2b3d4e5f60';
 const VIF2 = '7f2d8c1b-5e2a-4a7f-8b66-2d3c4e5f6a71';
 
 describe.each(engines)('node VIFs on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let close: () => Promise<void>;
-
-  beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    ({ app, close } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => close());
+  const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown, version = 'latest') =>
-    app.inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
   async function node(name: string): Promise<string> {
     const res = await call('POST', '/v1/nodes', { name, driver: 'fake-hardware' });
     expect(res.statusCode, res.body).toBe(201);

@@ -3,29 +3,19 @@
  * without a shard under Ironic's `"None"`; no single shard, no other verb; 404 (GET) and 405
  * (others) below 1.82; linked from `GET /v1` from 1.82.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
+import { describe, expect, it } from 'vitest';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { startInProcessApi } from '../helpers/in-process-api.js';
+import { useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
 const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
 
 describe.each(engines)('shards on %s', (engine) => {
   const db = useMigratedDatabase(engine);
-  let app: FastifyInstance;
-  let close: () => Promise<void>;
-
-  beforeEach(async () => {
-    const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth' } }).config;
-    ({ app, close } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
-  });
-  afterEach(async () => close());
+  const api = useInProcessApi(db);
 
   const req = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, version = 'latest', payload?: unknown) =>
-    app.inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
 
   it('counts the nodes of each shard, most first', async () => {
     expect((await req('GET', '/v1/shards')).json()).toEqual({ shards: [] });
@@ -37,7 +27,7 @@ describe.each(engines)('shards on %s', (engine) => {
     expect(res.json()).toEqual({ shards: [{ name: 'r1', count: 3 }, { name: 'None', count: 2 }, { name: 'r2', count: 1 }] });
     // Moving a node moves its count.
     await req('GET', '/v1/nodes/d');
-    expect((await app.inject({ method: 'PATCH', url: '/v1/nodes/e', headers: V('latest'), payload: [{ op: 'add', path: '/shard', value: 'r2' }] })).statusCode).toBe(200);
+    expect((await api.app().inject({ method: 'PATCH', url: '/v1/nodes/e', headers: V('latest'), payload: [{ op: 'add', path: '/shard', value: 'r2' }] })).statusCode).toBe(200);
     expect((await req('GET', '/v1/shards')).json()).toEqual({ shards: [{ name: 'r1', count: 3 }, { name: 'r2', count: 2 }, { name: 'None', count: 1 }] });
   });
 

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, expect } from 'vitest';
 import { createLogger } from '../../src/common/logger.js';
 import type { NodeOperations } from '../../src/conductor/node-operations.js';
 import { loadConfig } from '../../src/config/load.js';
+import type { DriverRegistry } from '../../src/drivers/registry.js';
 import type { Store } from '../../src/db/connect.js';
 import { startInProcessApi } from './in-process-api.js';
 
@@ -41,20 +42,19 @@ export interface ApiUnderTest {
 
 /**
  * Registers a beforeEach that starts the API on `db.store` with `env` as its settings (noauth
- * JSON-RPC unless `env` says otherwise) and an afterEach that waits for the conductor's work and
- * closes it. Call it after `useMigratedDatabase`, whose store it needs.
+ * JSON-RPC unless `env` says otherwise) and `drivers()` as its hardware (the built-in types when
+ * left out), and an afterEach that lets the conductor's work end and closes it. Call it after
+ * `useMigratedDatabase`, whose store it needs.
  */
-export function useInProcessApi(db: { readonly store: Store }, env: Record<string, string> = {}, headers: Record<string, string> = LATEST): ApiUnderTest {
+export function useInProcessApi(db: { readonly store: Store }, env: Record<string, string> = {}, headers: Record<string, string> = LATEST, drivers?: () => DriverRegistry): ApiUnderTest {
   let app: FastifyInstance;
   let ops: NodeOperations;
+  let close: () => Promise<void>;
   beforeEach(async () => {
     const config = loadConfig({ env: { IRONRING_JSON_RPC_AUTH_STRATEGY: 'noauth', ...env } }).config;
-    ({ app, ops } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false })));
+    ({ app, ops, close } = await startInProcessApi(db.store, config, createLogger({ level: 'silent', pretty: false }), drivers?.()));
   });
-  afterEach(async () => {
-    await Promise.allSettled([...ops.running]);
-    await app.close();
-  });
+  afterEach(() => close());
   const send = (method: Method, url: string, payload?: unknown, h: Record<string, string> = headers) =>
     app.inject({ method, url, headers: h, ...(payload !== undefined ? { payload: payload as object } : {}) });
   return {
