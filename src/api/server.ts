@@ -52,6 +52,7 @@ import { eventRoutes } from './routes/events.js';
 import { nodeManagementRoutes } from './routes/node-management.js';
 import { nodeVifRoutes } from './routes/node-vifs.js';
 import { vendorPassthruRoutes } from './routes/vendor-passthru.js';
+import { webRoutes } from '../web/routes.js';
 
 export interface ApiDeps {
   store: Store;
@@ -151,6 +152,8 @@ export function buildApi({ store, config, logger, drivers = createDriverRegistry
     portgroupRoutes(api, { store, config });
     allocationRoutes(api, { store, config });
     void api.register(computeServerRoutes, { config, logger, ...(compute ? { stores: compute } : {}) });
+    // The web dashboard under /ui (and `/` for browsers, routes/root.ts), behind the same authentication.
+    webRoutes(api, { store, config, logger, rings, drivers, ...(compute ? { compute } : {}) });
   });
   return app;
 }

@@ -23,6 +23,7 @@ import { releaseDeadReservations } from '../cluster/dead-locks.js';
 import { assertNotRunning, heartbeat, markOffline, registerConductor } from '../cluster/membership.js';
 import type { ConductorRegistration } from '../cluster/membership.js';
 import { releaseReservationsOf } from '../cluster/reservations.js';
+import { recordDepartures, recordRingEvent } from '../cluster/ring-events.js';
 import { TaskTracker } from '../cluster/task.js';
 import { installErrorHandling } from '../common/http-errors.js';
 import { listenFastify } from '../common/listen.js';
@@ -290,11 +291,13 @@ export class Conductor {
     this.rpcUrl = config.json_rpc.use_ssl ? url.replace(/^http:/, 'https:') : url;
     try {
       this.conductorId = await registerConductor(store, this.registration(), config.conductor.heartbeat_timeout);
+      this.recordRingEvent(() => recordRingEvent(store, { kind: 'joined', conductorGroup: this.group, hostname: this.hostname }));
       const released = await releaseReservationsOf(store, this.hostname, { by: this.hostname, reason: 'conductor restarted' });
       if (released.length > 0) this.log.warn({ nodes: released.length }, 'released locks left by this conductor before it restarted');
       this.view.setSelf({ name: this.hostname, group: this.group, weight: 1 });
       this.unsubscribe = this.view.subscribe((change) => {
         this.discovery?.ringChanged();
+        this.recordRingEvent(() => recordDepartures(store, change, this.hostname));
         // The reconciler passes on this ring change at once; nodes a dead conductor still holds stay
         // pending in that pass, so once their locks are released here, one more pass takes them over.
         if (change.removed.length > 0) void this.releaseDeadLocks().then((n) => n > 0 && this.reconciler.trigger('dead locks released'));
@@ -374,6 +377,11 @@ export class Conductor {
     return this.discovery;
   }
 
+  /** Writes a ring event for the take-over timeline in the background; a lost one is logged, never fatal. */
+  private recordRingEvent(write: () => Promise<unknown>): void {
+    write().catch((err: unknown) => this.log.debug({ err: (err as Error).message }, 'could not record a ring event'));
+  }
+
   /** Graceful stop; idempotent. */
   stop(): Promise<void> {
     this.stopping ??= this.doStop();
@@ -395,6 +403,8 @@ export class Conductor {
     this.log.info('stopping: going offline');
     try {
       await markOffline(store, this.id, this.hostname);
+      // Awaited: the store closes when the stop is done.
+      await recordRingEvent(store, { kind: 'left', conductorGroup: this.group, hostname: this.hostname }).catch((err: unknown) => this.log.debug({ err: (err as Error).message }, 'could not record a ring event'));
     } catch (err) {
       this.log.error({ err: (err as Error).message }, 'could not mark this conductor offline');
     }

@@ -21,6 +21,7 @@ import { executePlan } from './reconcile-executor.js';
 import { fingerprint, readPassInputs } from './reconcile-inputs.js';
 import type { Port } from './reconcile-inputs.js';
 import { NodeMemory } from './reconcile-memory.js';
+import { PassLog } from './pass-log.js';
 import type { ReconcilerOptions } from './reconcile-options.js';
 import { planPass } from './reconcile-plan.js';
 import { emptyReport, phaseClock } from './reconcile-report.js';
@@ -52,6 +53,8 @@ export class Reconciler {
   private listener: { close(): Promise<void> } | null = null;
   private changeStamp = '';
   private readonly log: Logger;
+  /** Passes worth a place on the take-over timeline, written as ring events. */
+  private readonly passLog: PassLog;
   /** The last pass's report. */
   last: PassReport | null = null;
   /** Resolvers waiting for the next pass to end. */
@@ -59,6 +62,7 @@ export class Reconciler {
 
   constructor(private readonly options: ReconcilerOptions) {
     this.log = options.logger.child({ component: 'reconciler' });
+    this.passLog = new PassLog({ store: options.store, hostname: options.hostname, group: options.group, logger: this.log });
   }
 
   /** Subscribes to the triggers and runs the start pass (files checked, nothing trusted). */
@@ -226,6 +230,7 @@ export class Reconciler {
     metrics.lastPassSeconds.set(report.durationMs / 1000);
     metrics.passSeconds.observe({ trigger: report.trigger.split(' ')[0] }, report.durationMs / 1000);
     metrics.ringVersion.set(report.ringVersion);
+    this.passLog.record(report);
     const worked = report.takenOver + report.cleanedUp + report.resumed + report.strandedFailed + report.precached + report.failed;
     (worked > 0 ? this.log.info.bind(this.log) : this.log.debug.bind(this.log))(
       { ...report, durationMs: Math.round(report.durationMs) },

@@ -26,6 +26,7 @@ import { baremetalAllocations } from './migrations/baremetal-0013-allocations.js
 import { baremetalDeployTemplates } from './migrations/baremetal-0014-deploy-templates.js';
 import { baremetalNodeRetiredLesseeShard } from './migrations/baremetal-0015-node-retired-lessee-shard.js';
 import { baremetalPortSmartnic } from './migrations/baremetal-0016-port-smartnic.js';
+import { baremetalRingEvents } from './migrations/baremetal-0017-ring-events.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 import { cellMappedHotUpdates } from './migrations/cell-0003-mapped-hot-updates.js';
@@ -58,6 +59,7 @@ function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migrati
         '0014_deploy_templates': baremetalDeployTemplates(engine),
         '0015_node_retired_lessee_shard': baremetalNodeRetiredLesseeShard(engine),
         '0016_port_smartnic': baremetalPortSmartnic(engine),
+        '0017_ring_events': baremetalRingEvents(engine),
       };
     case 'api':
       return { '0001_initial': apiInitial(engine) };

@@ -40,6 +40,26 @@ export interface ConductorsTable {
   updated_at: CreatedAt;
 }
 
+/** What changed the conductors' rings, and the reconcile passes that followed (`ring-events.ts`). */
+export interface RingEventsTable {
+  id: Generated<number>;
+  /** `joined`, `left`, `died` or `pass`. */
+  kind: string;
+  conductor_group: ColumnType<string, string | undefined, string>;
+  /** The conductor that joined, left or died, or that ran the pass. */
+  hostname: string;
+  /** Passes: nodes taken over. */
+  nodes_moved: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Passes: owned nodes left not current (0: converged here). */
+  pending: ColumnType<number | null, number | null | undefined, number | null>;
+  duration_ms: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Several survivors report one death: the first one's row is kept. */
+  dedupe_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Database clock. */
+  at: CreatedAt;
+  detail: JsonWithDefault;
+}
+
 export interface ConductorHardwareInterfacesTable {
   id: Generated<number>;
   conductor_id: number;
@@ -427,6 +447,7 @@ export interface InstancesTable {
 export interface Database {
   conductors: ConductorsTable;
   conductor_hardware_interfaces: ConductorHardwareInterfacesTable;
+  ring_events: RingEventsTable;
   nodes: NodesTable;
   chassis: ChassisTable;
   allocations: AllocationsTable;
@@ -466,6 +487,7 @@ type TableKinds<T> = { [C in keyof T as KindOf<SelectType<T[C]>> extends never ?
 export const COLUMN_KINDS: { readonly [T in keyof Database]: TableKinds<Database[T]> } = {
   conductors: { online: 'flag', drivers: 'json', created_at: 'timestamp', updated_at: 'timestamp' },
   conductor_hardware_interfaces: { default: 'flag', created_at: 'timestamp', updated_at: 'timestamp' },
+  ring_events: { at: 'timestamp', detail: 'json' },
   nodes: {
     driver_info: 'json', driver_internal_info: 'json', properties: 'json', instance_info: 'json', extra: 'json', traits: 'json',
     raid_config: 'json', target_raid_config: 'json', console_enabled: 'flag', protected: 'flag', automated_clean: 'flag',

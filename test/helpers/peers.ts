@@ -64,6 +64,8 @@ export const TEST_PEERS: readonly PeerSpec[] = [
   { command: '/usr/bin/test', package: 'systemd-boot-efi', probe: ['-f', '/usr/lib/systemd/boot/efi/linuxx64.efi.stub'] },
   // A real peer driving ironring agent (test/interop/): OpenStack Ironic 21.4 itself, API and conductor.
   { command: 'ironic-conductor', package: 'ironic-common' },
+  // The dashboard's browser tests (test/web/): headless chromium driven by playwright-core.
+  { command: 'chromium', package: 'chromium' },
 ];
 
 // dnsmasq and friends install to sbin, which an ordinary user's PATH often lacks.

@@ -39,8 +39,29 @@ function versionDocument(base: string) {
   };
 }
 
+/**
+ * Whether `accept` prefers HTML to JSON, by q-values: a browser's `text/html,…,*\/*;q=0.8` does; a
+ * client sending `application/json`, `*\/*` or nothing does not.
+ */
+export function prefersHtml(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  const q = new Map<string, number>();
+  for (const part of accept.split(',')) {
+    const [type, ...params] = part.trim().toLowerCase().split(';');
+    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const value = qParam === undefined ? 1 : Number(qParam.slice(2));
+    if (type && Number.isFinite(value)) q.set(type.trim(), Math.max(q.get(type.trim()) ?? 0, value));
+  }
+  const of = (type: string) => q.get(type) ?? q.get(`${type.split('/')[0]}/*`) ?? q.get('*/*') ?? 0;
+  return of('text/html') > of('application/json');
+}
+
 export function rootRoutes(app: FastifyInstance, options: RootOptions): void {
-  app.get('/', async (request) => {
+  app.get('/', async (request, reply) => {
+    // A browser is sent to the dashboard, whose pages need credentials when the API does (`/`
+    // itself stays public for version discovery and shows nothing but this redirect).
+    if (prefersHtml(request.headers.accept)) return reply.header('Vary', 'Accept').redirect('/ui', 303);
+    reply.header('Vary', 'Accept');
     const v1 = versionDocument(baseUrl(request, options.publicEndpoint));
     return {
       name: 'ironring',

@@ -10,8 +10,10 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { UsageError } from '../../common/errors.js';
-import { HashRing, RING_MODES, RingError } from '../../ring/index.js';
+import { RING_MODES, RingError } from '../../ring/index.js';
 import type { RingHost, RingMode } from '../../ring/index.js';
+import { planRing } from '../../ring/ring-plan.js';
+import type { HostPlan, RingChangePlan, RingPlan } from '../../ring/ring-plan.js';
 import { emit, formatOption, renderTable } from '../output.js';
 import { ringShowCommand } from './ring-show.js';
 import type { OutputFormat } from '../output.js';
@@ -36,17 +38,6 @@ interface PlanOptions {
   partitions?: string;
   replicas: string;
   format: OutputFormat;
-}
-
-/** One conductor's line of the plan. */
-interface HostPlan {
-  name: string;
-  weight: number | null;
-  weightAfter: number | null;
-  share: number | null;
-  shareAfter: number | null;
-  nodes: number;
-  nodesAfter: number;
 }
 
 const DEFAULT_NODES = 10_000;
@@ -116,78 +107,29 @@ function buildPlan(opts: PlanOptions): Plan {
   const replicas = positiveInteger(opts.replicas, '--replicas');
   const partitions = opts.partitions === undefined ? undefined : positiveInteger(opts.partitions, '--partitions');
   const keys = loadKeys(opts);
-  const changed = added.length > 0 || removed.length > 0;
 
-  const ringBefore = makeRing(before, opts.mode, partitions);
-  const ringAfter = changed ? makeRing(after, opts.mode, partitions) : ringBefore;
-  const sharesBefore = ringBefore.shares();
-  const sharesAfter = ringAfter.shares();
-  const countsBefore = new Map<string, number>();
-  const countsAfter = new Map<string, number>();
-  const flows = new Map<string, number>();
-  let moved = 0;
-  let replicaSetsChanged = 0;
-  for (const key of keys) {
-    const was = ringBefore.lookup(key, { replicas });
-    const is = changed ? ringAfter.lookup(key, { replicas }) : was;
-    for (const h of was) countsBefore.set(h, (countsBefore.get(h) ?? 0) + 1);
-    for (const h of is) countsAfter.set(h, (countsAfter.get(h) ?? 0) + 1);
-    if (was[0] !== is[0]) {
-      moved++;
-      const flow = `${was[0]}\u0000${is[0]}`;
-      flows.set(flow, (flows.get(flow) ?? 0) + 1);
-    }
-    if (was.length !== is.length || was.some((h) => !is.includes(h))) replicaSetsChanged++;
+  let planned: RingPlan;
+  try {
+    planned = planRing({ before, added, removed: removed.map((h) => h.name), keys, mode: opts.mode, ...(partitions === undefined ? {} : { partitions }), replicas });
+  } catch (err) {
+    // The ring's errors name the bad value; on the command line they are usage errors.
+    if (err instanceof RingError) throw new UsageError(err.message);
+    throw err;
   }
-
-  const everyone = [...before, ...added];
-  const weightOf = (list: readonly RingHost[], name: string) => list.find((h) => h.name === name)?.weight ?? null;
   return {
-    mode: ringBefore.mode,
-    partitions: ringBefore.partitions,
+    mode: planned.mode,
+    partitions: planned.partitions,
     replicas,
     nodes: { source: opts.keys === undefined ? 'synthetic' : opts.keys, count: keys.length },
-    hosts: everyone.map((h) => ({
-      name: h.name,
-      weight: weightOf(before, h.name),
-      weightAfter: weightOf(after, h.name),
-      share: sharesBefore.get(h.name) ?? null,
-      shareAfter: sharesAfter.get(h.name) ?? null,
-      nodes: countsBefore.get(h.name) ?? 0,
-      nodesAfter: countsAfter.get(h.name) ?? 0,
-    })),
-    change: changed
-      ? {
-          added: added.map((h) => h.name),
-          removed: removed.map((h) => h.name),
-          moved,
-          movedFraction: keys.length === 0 ? 0 : moved / keys.length,
-          idealFraction: idealMove(before, after),
-          replicaSetsChanged,
-          flows: [...flows]
-            .map(([flow, nodes]) => {
-              const [from, to] = flow.split('\u0000') as [string, string];
-              return { from, to, nodes };
-            })
-            .sort((a, b) => b.nodes - a.nodes || a.from.localeCompare(b.from) || a.to.localeCompare(b.to)),
-        }
-      : null,
+    hosts: planned.hosts,
+    change: planned.change === null ? null : withoutKeys(planned.change),
   };
 }
 
-/**
- * The least any ring must move: shares are proportional to weight, so the total-variation distance
- * between the weight distributions before and after.
- */
-function idealMove(before: readonly RingHost[], after: readonly RingHost[]): number {
-  const totalBefore = before.reduce((s, h) => s + h.weight, 0);
-  const totalAfter = after.reduce((s, h) => s + h.weight, 0);
-  let kept = 0;
-  for (const h of before) {
-    const now = after.find((a) => a.name === h.name);
-    if (now) kept += Math.min(h.weight / totalBefore, now.weight / totalAfter);
-  }
-  return 1 - kept;
+/** The change as printed: the list of moved keys stays out of the output. */
+function withoutKeys(change: RingChangePlan): Plan['change'] {
+  const { added, removed, moved, movedFraction, idealFraction, replicaSetsChanged, flows } = change;
+  return { added, removed, moved, movedFraction, idealFraction, replicaSetsChanged, flows };
 }
 
 function parseHosts(list: string, flag: string): RingHost[] {
@@ -211,16 +153,6 @@ function parseHosts(list: string, flag: string): RingHost[] {
 function positiveInteger(text: string, flag: string): number {
   if (!/^[1-9][0-9]*$/.test(text.trim())) throw new UsageError(`${flag}: ${JSON.stringify(text)} is not an integer ≥ 1`);
   return Number(text.trim());
-}
-
-function makeRing(hosts: readonly RingHost[], mode: RingMode, partitions: number | undefined): HashRing {
-  try {
-    return new HashRing(hosts, partitions === undefined ? { mode } : { mode, partitions });
-  } catch (err) {
-    // The ring's errors name the bad value; on the command line they are usage errors.
-    if (err instanceof RingError) throw new UsageError(err.message);
-    throw err;
-  }
 }
 
 function loadKeys(opts: PlanOptions): string[] {

@@ -1,0 +1,114 @@
+/**
+ * The figures a conductor publishes about itself, read where it publishes them: its Prometheus
+ * `/metrics` and `GET /v1/reconcile` (the last pass's report) on its RPC listener, with the RPC
+ * credentials of `[json_rpc] auth_strategy` (the API's way to reach a conductor), 1.5 s at most, the
+ * answer cut at 1 MiB. A conductor that does not answer gives its reason, never a made-up number.
+ */
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { rpcClientCa, rpcClientCredentials } from '../../auth/rpc-auth.js';
+import type { Config } from '../../config/options.js';
+
+const TIMEOUT_MS = 1500;
+const MAX_BYTES = 1024 * 1024;
+
+/** The published counters of one conductor (null: the conductor does not publish that one). */
+export interface ConductorStats {
+  tftp: { started: number | null; completed: number | null; failed: number | null; refused: number | null; active: number | null };
+  proxyDhcp: { offers: number | null; acks: number | null; ignored: number | null };
+  reconcile: { passes: number | null; totalSeconds: number | null; lastSeconds: number | null; takeovers: number | null; passFailures: number | null };
+  /** `GET /v1/reconcile`: the last pass (null before the first). */
+  lastPass: { trigger: string; durationMs: number; takenOver: number; pending: number } | null;
+}
+
+export type StatsResult = { ok: true; stats: ConductorStats } | { ok: false; reason: string };
+
+/** One sample's value from Prometheus text: `name{labels} value`; the sum over series matching `labels`. */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | null {
+  let found = false;
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    const m = /^(\{[^}]*\})?\s+(\S+)/.exec(rest);
+    if (!m) continue;
+    const labelText = m[1] ?? '';
+    if (!Object.entries(labels).every(([k, v]) => labelText.includes(`${k}="${v}"`))) continue;
+    const value = Number(m[2]);
+    if (!Number.isFinite(value)) continue;
+    found = true;
+    sum += value;
+  }
+  return found ? sum : null;
+}
+
+/** The counters from a conductor's `/metrics` text and its `/v1/reconcile` answer. */
+export function parseStats(metrics: string, reconcile: unknown): ConductorStats {
+  const v = (name: string, labels?: Record<string, string>) => metricValue(metrics, name, labels);
+  const last = reconcile as { trigger?: unknown; durationMs?: unknown; takenOver?: unknown; pending?: unknown; backingOff?: unknown } | null;
+  return {
+    tftp: {
+      started: v('ironring_tftp_transfers_started_total'),
+      completed: v('ironring_tftp_transfers_total', { outcome: 'completed' }),
+      failed: v('ironring_tftp_transfers_total', { outcome: 'failed' }),
+      refused: v('ironring_tftp_requests_refused_total'),
+      active: v('ironring_tftp_transfers_active'),
+    },
+    proxyDhcp: {
+      offers: v('ironring_proxydhcp_answers_total', { kind: 'offer' }),
+      acks: v('ironring_proxydhcp_answers_total', { kind: 'ack' }),
+      ignored: v('ironring_proxydhcp_ignored_total'),
+    },
+    reconcile: {
+      passes: v('ironring_conductor_reconcile_pass_seconds_count'),
+      totalSeconds: v('ironring_conductor_reconcile_pass_seconds_sum'),
+      lastSeconds: v('ironring_conductor_reconcile_last_pass_seconds'),
+      takeovers: v('ironring_conductor_takeovers_total'),
+      passFailures: v('ironring_conductor_reconcile_pass_failures_total'),
+    },
+    lastPass:
+      last !== null && typeof last === 'object' && typeof last.trigger === 'string' && typeof last.durationMs === 'number'
+        ? { trigger: last.trigger.slice(0, 200), durationMs: last.durationMs, takenOver: Number(last.takenOver ?? 0), pending: Number(last.pending ?? 0) + Number(last.backingOff ?? 0) }
+        : null,
+  };
+}
+
+/** GETs `url` with the RPC credentials; the body text, or throws with the reason. */
+function get(config: Config, base: string, path: string): Promise<string> {
+  const headers = rpcClientCredentials(config)('GET', path, '');
+  const target = new URL(path, base);
+  const ca = target.protocol === 'https:' ? rpcClientCa(config) : undefined;
+  return new Promise((resolve, reject) => {
+    const req = (target.protocol === 'https:' ? httpsRequest : httpRequest)(target, { method: 'GET', headers, timeout: TIMEOUT_MS, ...(ca ? { ca } : {}) }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_BYTES) return req.destroy(new Error('answer larger than 1 MiB'));
+        chunks.push(chunk);
+      });
+      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`answered ${res.statusCode ?? '?'}`))));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${TIMEOUT_MS} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Reads the counters a conductor publishes at `rpcUrl`. */
+export async function readConductorStats(config: Config, rpcUrl: string): Promise<StatsResult> {
+  if (!/^https?:\/\//.test(rpcUrl)) return { ok: false, reason: 'it publishes no http(s) RPC address' };
+  try {
+    const [metrics, reconcile] = await Promise.all([get(config, rpcUrl, '/metrics'), get(config, rpcUrl, '/v1/reconcile')]);
+    let last: unknown = null;
+    try {
+      last = reconcile.trim() === '' ? null : JSON.parse(reconcile);
+    } catch {
+      last = null;
+    }
+    return { ok: true, stats: parseStats(metrics, last) };
+  } catch (err) {
+    return { ok: false, reason: (err as Error).message.slice(0, 300) };
+  }
+}
