@@ -31,8 +31,50 @@ export interface HttpBootServer {
   url: string;
   /** Requests being answered, and when the last one came in: what a stopping conductor lingers on. */
   activity(): { inFlight: number; lastRequestAt: number | null };
+  /** Its counters since it started (exported on the conductor's `/metrics`). */
+  stats(): HttpBootStats;
   /** Stops accepting, drops open connections (cutting downloads in flight); idempotent. */
   close(): Promise<void>;
+}
+
+/**
+ * Requests answered, counted once each when its response ends (sent in full or its connection
+ * gone), by what was answered; and the file bytes written to responses.
+ */
+export interface HttpBootStats {
+  /** 200 or 206 sent in full (GET and HEAD alike). */
+  served: number;
+  /** 304 answers (the server answers no conditional request today, so this stays 0). */
+  notModified: number;
+  /** 404: no such file in the root. */
+  notFound: number;
+  /** Other 4xx: a path out of the root or malformed (400/403), a method other than GET/HEAD (405), an unsatisfiable range (416). */
+  refused: number;
+  /** 5xx, or a response cut before its end (the client hung up mid-download, the server closed). */
+  failed: number;
+  /** File content written to responses (bodies of 200/206, a cut download's part included); not headers or error texts. */
+  bytesSent: number;
+  /** Requests being answered now. */
+  active: number;
+}
+
+/** Counts of one server, kept by `handle` and the response's end. */
+interface Counts {
+  served: number;
+  notModified: number;
+  notFound: number;
+  refused: number;
+  failed: number;
+  bytesSent: number;
+}
+
+/** Which counter a response that ended with `status`, in full or not, goes to. */
+export function outcomeOf(status: number, finished: boolean): keyof Omit<Counts, 'bytesSent'> {
+  if (!finished || status >= 500) return 'failed';
+  if (status === 200 || status === 206) return 'served';
+  if (status === 304) return 'notModified';
+  if (status === 404) return 'notFound';
+  return 'refused';
 }
 
 /** A single byte range, inclusive, or why there is none. */
@@ -97,7 +139,7 @@ export async function resolveInRoot(realRoot: string, rawPath: string): Promise<
   return real;
 }
 
-async function handle(realRoot: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(realRoot: string, req: IncomingMessage, res: ServerResponse, counts: Counts): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') return plain(res, 405, 'method not allowed', { Allow: 'GET, HEAD' });
   const resolved = await resolveInRoot(realRoot, req.url ?? '/');
   if (typeof resolved === 'number') return plain(res, resolved, resolved === 404 ? 'not found' : resolved === 403 ? 'forbidden' : 'bad request');
@@ -125,7 +167,12 @@ async function handle(realRoot: string, req: IncomingMessage, res: ServerRespons
     res.end();
     return;
   }
-  await pipeline(createReadStream(resolved, { start, end }), res);
+  const file = createReadStream(resolved, { start, end });
+  // Each chunk read is written to the response next: what the client was sent, or was being sent.
+  file.on('data', (chunk: Buffer | string) => {
+    counts.bytesSent += Buffer.byteLength(chunk);
+  });
+  await pipeline(file, res);
 }
 
 /**
@@ -137,14 +184,16 @@ export async function startHttpBootServer(options: HttpBootServerOptions): Promi
   const logger = options.logger;
   let inFlight = 0;
   let lastRequestAt: number | null = null;
+  const counts: Counts = { served: 0, notModified: 0, notFound: 0, refused: 0, failed: 0, bytesSent: 0 };
   const server = createServer((req, res) => {
     inFlight += 1;
     lastRequestAt = Date.now();
     // 'close' comes once per response: sent in full, or its connection gone.
     res.once('close', () => {
       inFlight -= 1;
+      counts[outcomeOf(res.statusCode, res.writableFinished)] += 1;
     });
-    handle(realRoot, req, res).then(
+    handle(realRoot, req, res, counts).then(
       () => logger?.debug({ method: req.method, url: req.url, status: res.statusCode }, 'http boot request'),
       (err: unknown) => {
         // A client that hangs up mid-download lands here too: nothing to answer, only to log.
@@ -173,6 +222,7 @@ export async function startHttpBootServer(options: HttpBootServerOptions): Promi
   return {
     url,
     activity: () => ({ inFlight, lastRequestAt }),
+    stats: () => ({ ...counts, active: inFlight }),
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -9,7 +9,7 @@ export { ImageCache, masterName } from './image-cache.js';
 export type { CacheEntry, CleanReport, ImageCacheOptions } from './image-cache.js';
 export type { FetchFunction } from './image-fetch.js';
 export { startHttpBootServer } from './http-boot.js';
-export type { HttpBootServer, HttpBootServerOptions } from './http-boot.js';
+export type { HttpBootServer, HttpBootServerOptions, HttpBootStats } from './http-boot.js';
 export { DEFAULT_BOOT_FILES, removeDhcpEntries, renderDhcpEntries, writeDhcpEntries } from './dhcp.js';
 export type { DhcpBootFiles, DhcpEntries, DhcpOptions } from './dhcp.js';
 export type { SweepReport } from './sweep.js';

@@ -10,7 +10,7 @@ import { isIPv4 } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { sep } from 'node:path';
 import { BootEnvironment, startHttpBootServer } from '../boot/index.js';
-import type { HttpBootServer } from '../boot/index.js';
+import type { HttpBootServer, HttpBootStats } from '../boot/index.js';
 import { tftpHost } from '../boot/dhcp.js';
 import { combinedActivity, lingerWhileBusy } from '../boot/linger.js';
 import type { LingerReport } from '../boot/linger.js';
@@ -36,6 +36,8 @@ export interface BootServices {
   instanceImages: InstanceImages | null;
   /** The embedded TFTP server's counters, or null when it does not run here. */
   tftpStats(): TftpStats | null;
+  /** The embedded HTTP boot server's counters, or null when it does not run here. */
+  httpBootStats(): HttpBootStats | null;
   /** The ProxyDHCP responder, or null when it is off or could not bind. */
   proxyDhcp: ProxyDhcpResponder | null;
   /** The ProxyDHCP responder's counters, or null when it does not run here. */
@@ -193,6 +195,7 @@ export async function startBootServices(config: Config, logger: Logger, optional
       httpUrl,
       instanceImages: httpUrl ? new InstanceImages({ cache: environment.cache, httpRoot: deploy.http_root, httpUrl, logger: logger.child({ component: 'instance-images' }) }) : null,
       tftpStats: () => tftp?.stats() ?? null,
+      httpBootStats: () => http?.stats() ?? null,
       proxyDhcp: responder,
       proxyDhcpStats: () => responder?.stats() ?? null,
       discovery,

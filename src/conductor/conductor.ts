@@ -273,6 +273,7 @@ export class Conductor {
     this.boot = await startBootServices(config, this.log, this.deps.optionalServers);
     const boot = this.boot;
     this.metrics.watchTftp(() => boot.tftpStats());
+    this.metrics.watchHttpBoot(() => boot.httpBootStats());
     this.metrics.watchProxyDhcp(() => boot.proxyDhcpStats());
     try {
       this.parts = this.buildParts(boot);

@@ -3,6 +3,7 @@
  * conductor, not prom-client's global one: tests run several conductors in one process.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { HttpBootStats } from '../boot/http-boot.js';
 import type { ProxyDhcpStats } from '../boot/proxydhcp/index.js';
 import type { TftpStats } from '../boot/tftp/index.js';
 
@@ -34,6 +35,8 @@ export class ConductorMetrics {
   readonly powerSyncCorrections: Counter<'action'>;
   /** Where the embedded TFTP server's counters are read at scrape time; null when none runs. */
   private tftpStats: () => TftpStats | null = () => null;
+  /** Where the HTTP boot server's counters are read at scrape time; null when none runs. */
+  private httpBootStats: () => HttpBootStats | null = () => null;
   /** Where the ProxyDHCP responder's counters are read at scrape time; null when none runs. */
   private proxyDhcpStats: () => ProxyDhcpStats | null = () => null;
 
@@ -88,7 +91,52 @@ export class ConductorMetrics {
       registers: [r],
     });
     this.registerTftp();
+    this.registerHttpBoot();
     this.registerProxyDhcp();
+  }
+
+  /** Reads the HTTP boot server's counters from `stats` whenever /metrics is scraped. */
+  watchHttpBoot(stats: () => HttpBootStats | null): void {
+    this.httpBootStats = stats;
+  }
+
+  /** HTTP boot metrics, filled from the server's own counters at scrape time (no outcomes, zeros when none runs). */
+  private registerHttpBoot(): void {
+    const read = (): HttpBootStats | null => this.httpBootStats();
+    new Counter({
+      name: 'ironring_http_boot_requests_total',
+      help: 'HTTP boot requests answered, by outcome (served: 200/206 sent in full; not_modified: 304; not_found: 404; refused: other 4xx; failed: 5xx or cut before its end).',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = read();
+        if (!s) return;
+        this.inc({ outcome: 'served' }, s.served);
+        this.inc({ outcome: 'not_modified' }, s.notModified);
+        this.inc({ outcome: 'not_found' }, s.notFound);
+        this.inc({ outcome: 'refused' }, s.refused);
+        this.inc({ outcome: 'failed' }, s.failed);
+      },
+    });
+    new Counter({
+      name: 'ironring_http_boot_sent_bytes_total',
+      help: 'File bytes the HTTP boot server wrote to responses (bodies of 200/206; not headers or error texts).',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const s = read();
+        if (s) this.inc(s.bytesSent);
+      },
+    });
+    new Gauge({
+      name: 'ironring_http_boot_requests_active',
+      help: 'HTTP boot requests being answered.',
+      registers: [this.registry],
+      collect() {
+        this.set(read()?.active ?? 0);
+      },
+    });
   }
 
   /** Reads the ProxyDHCP responder's counters from `stats` whenever /metrics is scraped. */

@@ -10,10 +10,13 @@
  *   otherwise act with them;
  * - headers: a Content-Security-Policy that allows scripts of this origin only (no inline script),
  *   no framing, no referrer outside the origin;
- * - errors as HTML pages (400 naming the parameter, 404 for an unknown node…), never JSON.
+ * - errors as HTML pages (400 naming the parameter, 404 for an unknown node…), never JSON; a GET
+ *   (or HEAD) of a `/ui` path no route serves is an HTML 404 page too, any other method there and
+ *   every path outside `/ui` keep the API's JSON 404.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IronringError } from '../common/errors.js';
+import { sendError } from '../common/http-errors.js';
 import type { WebDeps } from './deps.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -65,6 +68,21 @@ export function sendErrorPage(reply: FastifyReply, status: number, message: stri
   return reply.code(status).type('text/html; charset=utf-8').send(page({ title, nav: 'nodes', body, live: false }).text);
 }
 
+/**
+ * The 404 page of a `/ui` path that no route serves: the path named, percent-decoded so that it
+ * reads as typed (`/ui/<x>`, not `/ui/%3Cx%3E`) and escaped like every value; a way back.
+ */
+export function sendNotFoundPage(reply: FastifyReply, rawPath: string): FastifyReply {
+  let path = rawPath;
+  try {
+    path = decodeURIComponent(rawPath);
+  } catch {
+    // not valid percent-encoding: shown as it came
+  }
+  const body = html`<p class="alert" role="alert">No dashboard page at <code>${path}</code>.</p><p><a href="/ui/nodes">Back to the nodes</a></p>`;
+  return reply.code(404).type('text/html; charset=utf-8').send(page({ title: 'Not found', nav: 'nodes', body, live: false }).text);
+}
+
 /** Registers the dashboard on `app` (the API's routes plugin). */
 export function webRoutes(app: FastifyInstance, deps: Omit<WebDeps, 'events'>): SseHub {
   const events = new SseHub({ store: deps.store, heartbeatTimeout: deps.config.conductor.heartbeat_timeout, logger: deps.logger });
@@ -95,6 +113,18 @@ export function webRoutes(app: FastifyInstance, deps: Omit<WebDeps, 'events'>): 
       request.log.error({ err }, 'unhandled error in a dashboard page');
       return sendErrorPage(reply, 500, 'internal error; see the API log for details');
     });
+
+    // Unknown paths under /ui (a context with that prefix gets them; the API's handler keeps the rest).
+    void ui.register(
+      async (under) => {
+        under.setNotFoundHandler((request, reply) => {
+          const path = request.url.split('?')[0] ?? '';
+          if (request.method === 'GET' || request.method === 'HEAD') return sendNotFoundPage(reply, path);
+          return sendError(reply, 404, `the resource could not be found: ${request.method} ${path}`);
+        });
+      },
+      { prefix: '/ui' },
+    );
 
     ui.get('/ui', async (_request, reply) => reply.redirect(DASHBOARD_HOME, 303));
     staticRoutes(ui);

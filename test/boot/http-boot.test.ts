@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
@@ -136,6 +137,58 @@ describe.skipIf(!requirePeer('curl', 'curl'))('HTTP boot server (real curl)', ()
     const res = await curl('/boot.ipxe', '-X', 'POST', '-d', 'x');
     expect(res.status).toBe(405);
     expect(res.headers.allow).toBe('GET, HEAD');
+  });
+});
+
+/** Polls until `check` holds: a response is counted when it ends, which curl need not wait for. */
+async function until(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe.skipIf(!requirePeer('curl', 'curl'))('HTTP boot server counters (real curl)', () => {
+  it('counts each answer by outcome and the file bytes sent, as they happen', async () => {
+    // A server of its own, so the counts are this test's alone.
+    const own = await startHttpBootServer({ root: s.httpRoot, address: '127.0.0.1:0' });
+    const shared = server;
+    server = own;
+    try {
+      expect(own.stats()).toEqual({ served: 0, notModified: 0, notFound: 0, refused: 0, failed: 0, bytesSent: 0, active: 0 });
+      expect((await curl('/big.img')).body.length).toBe(big.length);
+      expect((await curl('/big.img', '-r', '100-199')).status).toBe(206);
+      expect((await curl('/big.img', '-I')).status).toBe(200); // HEAD: served, no body bytes
+      await until(() => own.stats().served === 3);
+      expect(own.stats()).toMatchObject({ served: 3, notFound: 0, refused: 0, failed: 0, bytesSent: big.length + 100 });
+
+      expect((await curl('/nothing-here')).status).toBe(404);
+      expect((await curl('/../outside/secret', '--path-as-is')).status).toBe(403);
+      expect((await curl('/boot.ipxe', '-X', 'POST', '-d', 'x')).status).toBe(405);
+      expect((await curl('/big.img', '-r', `${big.length}-`)).status).toBe(416);
+      await until(() => own.stats().refused === 3);
+      expect(own.stats()).toEqual({ served: 3, notModified: 0, notFound: 1, refused: 3, failed: 0, bytesSent: big.length + 100, active: 0 });
+
+      // A client that hangs up after the first chunk of a 6 MiB download: failed, with what was written.
+      await new Promise<void>((resolve, reject) => {
+        const req = httpGet(`${own.url}/big.img`, (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        });
+        req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+      });
+      await until(() => own.stats().failed === 1);
+      const after = own.stats();
+      expect(after).toMatchObject({ served: 3, notFound: 1, refused: 3, failed: 1, active: 0 });
+      expect(after.bytesSent).toBeGreaterThan(big.length + 100);
+      expect(after.bytesSent).toBeLessThan(2 * big.length + 100);
+    } finally {
+      server = shared;
+      await own.close();
+    }
   });
 });
 

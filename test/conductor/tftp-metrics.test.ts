@@ -1,8 +1,13 @@
 /**
- * A conductor's /metrics carries its embedded TFTP server's counters, read at scrape time from a
- * real server that a real client fetched from.
+ * A conductor's /metrics carries its embedded TFTP and HTTP boot servers' counters, read at scrape
+ * time from a real server that a real client fetched from.
  */
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpBootServer } from '../../src/boot/http-boot.js';
 import { ConductorMetrics } from '../../src/conductor/metrics.js';
 import { MAC_LINK, rawPeer, request, runClient, startFixture, until } from '../boot/tftp/helpers.js';
 import type { Fixture } from '../boot/tftp/helpers.js';
@@ -73,6 +78,47 @@ describe('TFTP metrics', () => {
       peer.close();
       other.close();
       await own.cleanup();
+    }
+  });
+});
+
+describe('HTTP boot metrics', () => {
+  it('exports no outcomes and zero counts while no HTTP boot server runs', async () => {
+    const text = await new ConductorMetrics({ conductor: 'c1', conductor_group: '' }).registry.metrics();
+    expect(sample(text, 'ironring_http_boot_requests_total')).toBeUndefined();
+    expect(sample(text, 'ironring_http_boot_sent_bytes_total')).toBe(0);
+    expect(sample(text, 'ironring_http_boot_requests_active')).toBe(0);
+  });
+
+  it.skipIf(!CURL)('follows the server: files fetched and paths refused appear at the next scrape, with HELP and TYPE', async () => {
+    await writeFile(join(fx.root, 'kernel.img'), Buffer.alloc(70_000, 7));
+    const http = await startHttpBootServer({ root: fx.root, address: '127.0.0.1:0' });
+    try {
+      const metrics = new ConductorMetrics({ conductor: 'c1', conductor_group: 'rack-1' });
+      metrics.watchHttpBoot(() => http.stats());
+      expect(sample(await metrics.registry.metrics(), 'ironring_http_boot_requests_total', 'outcome="served"')).toBe(0);
+
+      const curl = (...args: string[]) => promisify(execFile)('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', ...args], { encoding: 'utf8' });
+      expect((await curl(`${http.url}/kernel.img`)).stdout).toBe('200');
+      expect((await curl('-r', '0-999', `${http.url}/kernel.img`)).stdout).toBe('206');
+      expect((await curl(`${http.url}/missing`)).stdout).toBe('404');
+      expect((await curl('--path-as-is', `${http.url}/../etc/passwd`)).stdout).toBe('403');
+      await until(() => http.stats().served + http.stats().notFound + http.stats().refused === 4);
+
+      const text = await metrics.registry.metrics();
+      expect(text).toContain('# HELP ironring_http_boot_requests_total HTTP boot requests answered, by outcome');
+      expect(text).toContain('# TYPE ironring_http_boot_requests_total counter');
+      expect(text).toContain('# TYPE ironring_http_boot_sent_bytes_total counter');
+      expect(text).toContain('# TYPE ironring_http_boot_requests_active gauge');
+      expect(text).toMatch(/^ironring_http_boot_requests_total\{outcome="served",conductor="c1",conductor_group="rack-1"\} 2$/m);
+      expect(sample(text, 'ironring_http_boot_requests_total', 'outcome="not_found"')).toBe(1);
+      expect(sample(text, 'ironring_http_boot_requests_total', 'outcome="refused"')).toBe(1);
+      expect(sample(text, 'ironring_http_boot_requests_total', 'outcome="failed"')).toBe(0);
+      expect(sample(text, 'ironring_http_boot_requests_total', 'outcome="not_modified"')).toBe(0);
+      expect(sample(text, 'ironring_http_boot_sent_bytes_total')).toBe(71_000);
+      expect(sample(text, 'ironring_http_boot_requests_active')).toBe(0);
+    } finally {
+      await http.close();
     }
   });
 });

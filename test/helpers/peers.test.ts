@@ -121,7 +121,7 @@ for a in "$@"; do case "$a" in
   tftp-hpa) printf '#!/bin/sh\\n' > ${bin}/tftp; chmod 755 ${bin}/tftp;;
 esac; done`,
     );
-    for (const p of ['curl', 'ipmitool', 'baremetal', 'dnsmasq', 'busybox', 'qemu-system-x86_64', 'strip', 'zstd', 'xz', 'genisoimage', 'qemu-img', 'mkfs.fat', 'mcopy', 'syslinux', 'ironic-conductor']) executable(path.join(bin, p), 'exit 0');
+    for (const p of ['curl', 'ipmitool', 'baremetal', 'dnsmasq', 'busybox', 'qemu-system-x86_64', 'strip', 'zstd', 'xz', 'genisoimage', 'qemu-img', 'mkfs.fat', 'mcopy', 'syslinux', 'ironic-conductor', 'chromium']) executable(path.join(bin, p), 'exit 0');
     // /usr/bin/python3 with pyghmi, and the files the real-node packages ship (probed by absolute
     // path), are outside our PATH's reach: present or not, they are reported honestly.
     const res = runScript({ PATH: bin, IRONRING_TEST_INSTALL_PEERS: '' });

@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CellStores } from '../../src/cells/cell-stores.js';
 import type { ComputeStores } from '../../src/cells/compute-stores.js';
 import { registerConductor } from '../../src/cluster/membership.js';
-import { metricValue } from '../../src/web/pages/conductor-stats.js';
+import { metricValue, parseStats } from '../../src/web/pages/conductor-stats.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 import { textOf, usePagesApp } from './pages-app.js';
 
@@ -25,6 +25,14 @@ ironring_tftp_transfers_total{outcome="completed",conductor="c1",conductor_group
 ironring_tftp_transfers_total{outcome="failed",conductor="c1",conductor_group=""} 2
 ironring_tftp_requests_refused_total{conductor="c1",conductor_group=""} 3
 ironring_tftp_transfers_active{conductor="c1",conductor_group=""} 0
+# HELP ironring_http_boot_requests_total x
+# TYPE ironring_http_boot_requests_total counter
+ironring_http_boot_requests_total{outcome="served",conductor="c1",conductor_group=""} 21
+ironring_http_boot_requests_total{outcome="not_modified",conductor="c1",conductor_group=""} 0
+ironring_http_boot_requests_total{outcome="not_found",conductor="c1",conductor_group=""} 5
+ironring_http_boot_requests_total{outcome="refused",conductor="c1",conductor_group=""} 6
+ironring_http_boot_requests_total{outcome="failed",conductor="c1",conductor_group=""} 1
+ironring_http_boot_sent_bytes_total{conductor="c1",conductor_group=""} 12582912
 ironring_proxydhcp_answers_total{kind="offer",conductor="c1",conductor_group=""} 11
 ironring_proxydhcp_answers_total{kind="ack",conductor="c1",conductor_group=""} 10
 ironring_proxydhcp_ignored_total{conductor="c1",conductor_group=""} 4
@@ -41,6 +49,12 @@ describe('metricValue', () => {
     expect(metricValue(METRICS, 'ironring_tftp_transfers_total', { outcome: 'failed' })).toBe(2);
     expect(metricValue(METRICS, 'ironring_tftp_transfers')).toBeNull();
     expect(metricValue(METRICS, 'ironring_http_requests_total')).toBeNull();
+  });
+
+  it('reads the HTTP boot outcomes and bytes, and null for each where a conductor publishes none', () => {
+    expect(parseStats(METRICS, null).httpBoot).toEqual({ served: 21, notModified: 0, notFound: 5, refused: 6, failed: 1, bytesSent: 12582912 });
+    const withoutHttp = METRICS.split('\n').filter((l) => !l.includes('ironring_http_boot_')).join('\n');
+    expect(parseStats(withoutHttp, null).httpBoot).toEqual({ served: null, notModified: null, notFound: null, refused: null, failed: null, bytesSent: null });
   });
 });
 
@@ -79,7 +93,7 @@ describe.each(engines)('conductors and compute pages on %s', (engine) => {
       expect(text).toContain('3 conductor(s), 2 alive');
       expect(text).toMatch(/c1 rack1 alive \d+(\.\d)? s http:\/\/127\.0\.0\.1:\d+ 10\.0\.0\.5:69 http:\/\/10\.0\.0\.5:8080 not reported/);
       expect(text).toMatch(/c3 \(default\) dead \(heartbeat expired\) (59 min|1 h)/);
-      expect(text).toContain('c1 17 / 15 / 2 / 3 / 0 not reported 11 / 10 / 4 4 (200 ms) 37 ms (ring change to version 4; 9 taken over, 1 pending) 42');
+      expect(text).toContain('c1 17 / 15 / 2 / 3 / 0 21 / 0 / 5 / 6 / 1 (12582912 bytes, 12.0 MiB) 11 / 10 / 4 4 (200 ms) 37 ms (ring change to version 4; 9 taken over, 1 pending) 42');
       expect(text).toMatch(/c2 not reported: the conductor did not answer \(.+\)/);
       expect(asked.sort()).toEqual(['/metrics', '/v1/reconcile']);
       expect(res.body).toMatch(/hx-get="\/ui\/conductors\/fragment" hx-trigger="[^"]*sse:conductors[^"]*sse:ring[^"]*"/);

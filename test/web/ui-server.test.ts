@@ -39,7 +39,7 @@ describe('the dashboard behind http_basic', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(['/ui', '/ui/nodes', '/ui/nodes/x', '/ui/events', '/ui/static/style.css', '/ui/static/htmx.min.js', '/ui/nodes/x/actions/manage'])('asks a browser for credentials at %s', async (url) => {
+  it.each(['/ui', '/ui/nodes', '/ui/nodes/x', '/ui/events', '/ui/static/style.css', '/ui/static/htmx.min.js', '/ui/nodes/x/actions/manage', '/ui/no-such-page'])('asks a browser for credentials at %s', async (url) => {
     const res = await app.inject({ url, headers: { accept: BROWSER_ACCEPT } });
     expect(res.statusCode).toBe(401);
     expect(res.headers['www-authenticate']).toBe('Basic realm="ironring"');
@@ -221,5 +221,39 @@ describe('the nodes pages (in-process API, SQLite)', () => {
     const res = await api.get('/ui/nodes/no-such-node');
     expect(res.statusCode).toBe(404);
     expect(res.body).toContain('role="alert"');
+  });
+
+  it('answers a GET of an unknown /ui path with an HTML 404 page naming the path, escaped', async () => {
+    for (const url of ['/ui/<script>alert(1)</script>', '/ui/nodes/x/nope?a=<b>', '/ui/a/b/c/d']) {
+      const res = await api.get(url);
+      expect([url, res.statusCode]).toEqual([url, 404]);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.headers['content-security-policy']).toContain("script-src 'self'");
+      expect(res.body).toMatch(/^<!doctype html>/);
+      expect(res.body).toContain('<title>Not found · ironring</title>');
+      expect(res.body).toContain('<a href="/ui/nodes">');
+      expect(res.body).not.toContain('<script>alert');
+      expect(res.body).not.toContain('<b>');
+    }
+    expect((await api.get('/ui/<script>alert(1)</script>')).body).toContain('<code>/ui/&lt;script&gt;alert(1)&lt;/script&gt;</code>');
+    expect((await api.get('/ui/nodes/x/nope?a=<b>')).body).toContain('<code>/ui/nodes/x/nope</code>');
+    const head = await api.app().inject({ method: 'HEAD', url: '/ui/no-such-page' });
+    expect(head.statusCode).toBe(404);
+    expect(head.headers['content-type']).toMatch(/^text\/html/);
+    expect(head.body).toBe('');
+  });
+
+  it('keeps the JSON 404 outside /ui and for other methods under it', async () => {
+    const v1 = await api.get('/v1/nope');
+    expect(v1.statusCode).toBe(404);
+    expect(v1.headers['content-type']).toMatch(/^application\/json/);
+    expect(JSON.parse(JSON.parse(v1.body).error_message).faultstring).toBe('the resource could not be found: GET /v1/nope');
+    for (const url of ['/nope', '/uix/nope', '/v1/ui/nope']) {
+      const res = await api.get(url);
+      expect([url, res.statusCode, res.headers['content-type']]).toEqual([url, 404, expect.stringMatching(/^application\/json/)]);
+    }
+    const post = await api.send('POST', '/ui/no-such-page', '', same);
+    expect(post.statusCode).toBe(404);
+    expect(post.headers['content-type']).toMatch(/^application\/json/);
   });
 });

@@ -15,6 +15,7 @@ const MAX_BYTES = 1024 * 1024;
 /** The published counters of one conductor (null: the conductor does not publish that one). */
 export interface ConductorStats {
   tftp: { started: number | null; completed: number | null; failed: number | null; refused: number | null; active: number | null };
+  httpBoot: { served: number | null; notModified: number | null; notFound: number | null; refused: number | null; failed: number | null; bytesSent: number | null };
   proxyDhcp: { offers: number | null; acks: number | null; ignored: number | null };
   reconcile: { passes: number | null; totalSeconds: number | null; lastSeconds: number | null; takeovers: number | null; passFailures: number | null };
   /** `GET /v1/reconcile`: the last pass (null before the first). */
@@ -53,6 +54,14 @@ export function parseStats(metrics: string, reconcile: unknown): ConductorStats 
       failed: v('ironring_tftp_transfers_total', { outcome: 'failed' }),
       refused: v('ironring_tftp_requests_refused_total'),
       active: v('ironring_tftp_transfers_active'),
+    },
+    httpBoot: {
+      served: v('ironring_http_boot_requests_total', { outcome: 'served' }),
+      notModified: v('ironring_http_boot_requests_total', { outcome: 'not_modified' }),
+      notFound: v('ironring_http_boot_requests_total', { outcome: 'not_found' }),
+      refused: v('ironring_http_boot_requests_total', { outcome: 'refused' }),
+      failed: v('ironring_http_boot_requests_total', { outcome: 'failed' }),
+      bytesSent: v('ironring_http_boot_sent_bytes_total'),
     },
     proxyDhcp: {
       offers: v('ironring_proxydhcp_answers_total', { kind: 'offer' }),

@@ -1,9 +1,10 @@
 /**
  * `GET /ui/conductors`: every conductor — group, alive or dead by the database clock, heartbeat age,
  * the boot endpoints it publishes in its row (TFTP, HTTP), and the counters it publishes on its RPC
- * listener (`conductor-stats.ts`): TFTP transfers, ProxyDHCP answers, reconcile passes. What no
- * conductor publishes (its ProxyDHCP address, HTTP boot request counts) is shown as "not reported";
- * a conductor that does not answer shows why. `GET /ui/conductors/fragment` is the live part.
+ * listener (`conductor-stats.ts`): TFTP transfers, HTTP boot requests by outcome and bytes sent,
+ * ProxyDHCP answers, reconcile passes. What a conductor does not publish (its ProxyDHCP address, the
+ * HTTP boot counters of one that runs no HTTP boot server) is shown as "not reported"; a conductor
+ * that does not answer shows why. `GET /ui/conductors/fragment` is the live part.
  */
 import type { FastifyInstance } from 'fastify';
 import { listConductors } from '../../cluster/membership.js';
@@ -36,6 +37,11 @@ const NOT_REPORTED = html`<span class="muted">not reported</span>`;
 
 function num(n: number | null): Html | number {
   return n === null ? NOT_REPORTED : n;
+}
+
+/** A byte count, exact, with MiB beside it once it is large. */
+function bytes(n: number): string {
+  return n >= 1024 * 1024 ? `${n} bytes, ${(n / (1024 * 1024)).toFixed(1)} MiB` : `${n} bytes`;
 }
 
 async function readLines(deps: WebDeps, cache: Map<string, { at: number; result: Promise<StatsResult> }>): Promise<{ lines: ConductorLine[]; now: Date }> {
@@ -99,18 +105,19 @@ function countersTable(lines: readonly ConductorLine[]): Html {
   const live = lines.filter((c) => c.stats !== null);
   return html`<div class="table-wrap" tabindex="0" role="region" aria-label="Counters each live conductor publishes (since it started)"><table>
 <caption>Counters each live conductor publishes (since it started)</caption>
-<thead><tr><th scope="col">Conductor</th><th scope="col">TFTP transfers: started / completed / failed / refused / active</th><th scope="col">HTTP boot requests</th><th scope="col">ProxyDHCP: offers / acks / ignored</th><th scope="col">Reconcile passes (mean)</th><th scope="col">Last pass</th><th scope="col">Nodes taken over</th></tr></thead>
+<thead><tr><th scope="col">Conductor</th><th scope="col">TFTP transfers: started / completed / failed / refused / active</th><th scope="col">HTTP boot requests: served / 304 / not found / refused / failed (bytes sent)</th><th scope="col">ProxyDHCP: offers / acks / ignored</th><th scope="col">Reconcile passes (mean)</th><th scope="col">Last pass</th><th scope="col">Nodes taken over</th></tr></thead>
 <tbody>
 ${live.map((c) => {
   const r = c.stats!;
   if (!r.ok) return html`<tr><th scope="row">${c.hostname}</th><td colspan="6">not reported: the conductor did not answer (${r.reason})</td></tr>`;
   const s = r.stats;
   const t = s.tftp;
+  const h = s.httpBoot;
   const d = s.proxyDhcp;
   const p = s.reconcile;
   const mean = p.passes !== null && p.passes > 0 && p.totalSeconds !== null ? html` (${millis((p.totalSeconds / p.passes) * 1000)})` : '';
   const last = s.lastPass === null ? html`<span class="muted">none yet</span>` : html`${millis(s.lastPass.durationMs)} <span class="muted">(${s.lastPass.trigger}; ${s.lastPass.takenOver} taken over, ${s.lastPass.pending} pending)</span>`;
-  return html`<tr><th scope="row">${c.hostname}</th><td>${num(t.started)} / ${num(t.completed)} / ${num(t.failed)} / ${num(t.refused)} / ${num(t.active)}</td><td>${NOT_REPORTED}</td><td>${num(d.offers)} / ${num(d.acks)} / ${num(d.ignored)}</td><td>${num(p.passes)}${mean}</td><td>${last}</td><td>${num(p.takeovers)}</td></tr>`;
+  return html`<tr><th scope="row">${c.hostname}</th><td>${num(t.started)} / ${num(t.completed)} / ${num(t.failed)} / ${num(t.refused)} / ${num(t.active)}</td><td>${num(h.served)} / ${num(h.notModified)} / ${num(h.notFound)} / ${num(h.refused)} / ${num(h.failed)} (${h.bytesSent === null ? NOT_REPORTED : bytes(h.bytesSent)})</td><td>${num(d.offers)} / ${num(d.acks)} / ${num(d.ignored)}</td><td>${num(p.passes)}${mean}</td><td>${last}</td><td>${num(p.takeovers)}</td></tr>`;
 })}
 </tbody></table></div>
 ${live.length === 0 ? html`<p class="muted">No live conductor to read counters from.</p>` : ''}`;
@@ -121,7 +128,7 @@ function section(lines: readonly ConductorLine[], now: Date): Html {
 <h2 id="conductors-h">${lines.length} conductor(s), ${lines.filter((c) => c.alive).length} alive</h2>
 <p class="live-note">Alive and heartbeat age by the database clock, as of ${now.toISOString()}. Updates by itself on heartbeats and membership changes.</p>
 ${lines.length === 0 ? html`<p>No conductor has registered yet.</p>` : html`${identityTable(lines)}${countersTable(lines)}`}
-<p class="muted">"Not reported": no conductor publishes that figure — the ProxyDHCP address is not in the conductor's row and the HTTP boot server keeps no request counters.</p>
+<p class="muted">"Not reported": the conductor does not publish that figure — the ProxyDHCP address is not in the conductor's row, and a conductor without an HTTP boot server publishes no HTTP boot outcomes.</p>
 </section>`;
 }
 
