@@ -40,6 +40,8 @@ export interface ConductorRegistration {
   rpcUrl?: string | null;
   tftpAddress?: string | null;
   httpUrl?: string | null;
+  /** `host:dhcpPort+pxePort` of its ProxyDHCP responder. */
+  proxyDhcpAddress?: string | null;
   weight?: number;
 }
 
@@ -77,6 +79,7 @@ export async function registerConductor(store: Store, reg: ConductorRegistration
     rpc_url: reg.rpcUrl ?? null,
     tftp_address: reg.tftpAddress ?? null,
     http_url: reg.httpUrl ?? null,
+    proxydhcp_address: reg.proxyDhcpAddress ?? null,
     weight: reg.weight ?? 1,
     updated_at: store.sqlNow(),
   };

@@ -125,8 +125,7 @@ export class Conductor {
 
   /** Where nodes reach this conductor's boot servers (null when one is off). */
   get bootEndpoints(): { tftp: string | null; http: string | null; proxyDhcp: string | null } {
-    const dhcp = this.proxyDhcpAddress;
-    return { tftp: this.boot?.tftpAddress ?? null, http: this.boot?.httpUrl ?? null, proxyDhcp: dhcp ? `${dhcp.host}:${dhcp.dhcpPort}+${dhcp.pxePort}` : null };
+    return { tftp: this.boot?.tftpAddress ?? null, http: this.boot?.httpUrl ?? null, proxyDhcp: proxyDhcpEndpoint(this.proxyDhcpAddress) };
   }
 
   /** Where this conductor's ProxyDHCP responder listens, or null when it does not run (off, unbound, stopped). */
@@ -331,6 +330,7 @@ export class Conductor {
       rpcUrl: this.rpcUrl,
       tftpAddress: this.boot?.tftpAddress ?? null,
       httpUrl: this.boot?.httpUrl ?? null,
+      proxyDhcpAddress: proxyDhcpEndpoint(this.boot?.proxyDhcp?.address() ?? null),
     };
   }
 
@@ -483,4 +483,9 @@ export class Conductor {
     rpcRoutes(app, this.operations);
     return app;
   }
+}
+
+/** A ProxyDHCP responder's address as the conductor row and `ironring up` show it: `host:dhcpPort+pxePort`. */
+function proxyDhcpEndpoint(address: { host: string; dhcpPort: number; pxePort: number } | null): string | null {
+  return address === null ? null : `${address.host}:${address.dhcpPort}+${address.pxePort}`;
 }

@@ -27,6 +27,8 @@ import { baremetalDeployTemplates } from './migrations/baremetal-0014-deploy-tem
 import { baremetalNodeRetiredLesseeShard } from './migrations/baremetal-0015-node-retired-lessee-shard.js';
 import { baremetalPortSmartnic } from './migrations/baremetal-0016-port-smartnic.js';
 import { baremetalRingEvents } from './migrations/baremetal-0017-ring-events.js';
+import { baremetalNodePartialIndexes } from './migrations/baremetal-0018-node-partial-indexes.js';
+import { baremetalConductorProxyDhcp } from './migrations/baremetal-0019-conductor-proxydhcp.js';
 import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 import { cellMappedHotUpdates } from './migrations/cell-0003-mapped-hot-updates.js';
@@ -60,6 +62,8 @@ function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migrati
         '0015_node_retired_lessee_shard': baremetalNodeRetiredLesseeShard(engine),
         '0016_port_smartnic': baremetalPortSmartnic(engine),
         '0017_ring_events': baremetalRingEvents(engine),
+        '0018_node_partial_indexes': baremetalNodePartialIndexes(),
+        '0019_conductor_proxydhcp': baremetalConductorProxyDhcp(),
       };
     case 'api':
       return { '0001_initial': apiInitial(engine) };

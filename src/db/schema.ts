@@ -36,6 +36,8 @@ export interface ConductorsTable {
   tftp_address: ColumnType<string | null, string | null | undefined, string | null>;
   /** Base URL of the conductor's HTTP boot server. */
   http_url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** `host:dhcpPort+pxePort` of the conductor's ProxyDHCP responder (null: none runs). */
+  proxydhcp_address: ColumnType<string | null, string | null | undefined, string | null>;
   /** Relative weight on the ring (≥ 1). */
   weight: ColumnType<number, number | undefined, number>;
   created_at: CreatedAt;

@@ -106,6 +106,9 @@ export class FieldTable<Row, Ctx> {
   private readonly byVersion = new Map<string, string[]>();
   private readonly renderers = new Map<string, Renderer<Row, Ctx>>();
   private readonly renderersByArray = new WeakMap<readonly string[], Renderer<Row, Ctx>>();
+  private jsonFieldNames: readonly string[] | undefined;
+  /** The fields a create takes, with their create rule, in table order (read on every create). */
+  private readonly creatable: ReadonlyArray<readonly [string, FieldSpec<Row, Ctx>, NonNullable<FieldInput['create']>]>;
 
   constructor(
     readonly fields: Readonly<Record<string, FieldSpec<Row, Ctx>>>,
@@ -122,6 +125,7 @@ export class FieldTable<Row, Ctx> {
       }
       this.getters.set(name, getterOf(spec));
     }
+    this.creatable = Object.entries(fields).flatMap(([name, spec]) => (spec.input?.create === undefined ? [] : [[name, spec, spec.input.create] as const]));
   }
 
   /** The microversion a field appeared in; undefined for no field of this table. */
@@ -148,8 +152,9 @@ export class FieldTable<Row, Ctx> {
   }
 
   /** Fields whose values are JSON objects a client writes. */
-  jsonFields(): string[] {
-    return Object.entries(this.fields).filter(([, spec]) => spec.input?.json).map(([name]) => name);
+  jsonFields(): readonly string[] {
+    this.jsonFieldNames ??= Object.entries(this.fields).filter(([, spec]) => spec.input?.json).map(([name]) => name);
+    return this.jsonFieldNames;
   }
 
   /** The columns needed to render `fields` (plus `always`, e.g. the uuid for links). */
@@ -206,9 +211,7 @@ export class FieldTable<Row, Ctx> {
         throw new InvalidParameter(`${key}: unknown or read-only field for a new ${this.options.noun} at API version ${formatVersion(version)}`);
       }
     }
-    for (const [name, spec] of Object.entries(this.fields)) {
-      const create = spec.input?.create;
-      if (create === undefined) continue;
+    for (const [name, spec, create] of this.creatable) {
       const value = body[name];
       if (value === undefined) {
         if (create !== true) throw new InvalidParameter(`${name}: ${create.required}`);

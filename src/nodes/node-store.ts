@@ -104,7 +104,9 @@ export async function listNodes(store: Store, query: NodeListQuery): Promise<Nod
   // NULLs sort as the lowest value, and the sort expression says so on both engines.
   const sortOf = (table: string) => {
     const key = sql.ref(`${table}.${sortKey}`);
-    if (sortKey === 'maintenance') return key;
+    // A column that is never NULL sorts as itself, so an index on it (created_at, id: the default
+    // order) serves the ORDER BY and a page reads `limit` rows instead of sorting them all.
+    if (sortKey === 'maintenance' || NOT_NULL_SORT_KEYS.has(sortKey)) return key;
     // Other flags sort as 0/1 on both engines (PostgreSQL's boolean takes no text fill), NULL
     // (`automated_clean` unset) below both.
     if (FLAG_COLUMNS.has(sortKey)) return sql`coalesce(cast(${key} as integer), -1)`;
@@ -118,7 +120,8 @@ export async function listNodes(store: Store, query: NodeListQuery): Promise<Nod
     // microseconds, which a round trip through a JavaScript Date would cut to milliseconds.
     const value = sql`(select ${sortOf('marker')} from nodes as marker where marker.id = ${marker.id})`;
     const cmp = sortDir === 'asc' ? sql.raw('>') : sql.raw('<');
-    q = q.where(sql<boolean>`(${sortExpr} ${cmp} ${value} or (${sortExpr} = ${value} and nodes.id ${cmp} ${marker.id}))`);
+    // A row-value comparison, which both engines read as a range of the (sort key, id) index.
+    q = q.where(sql<boolean>`(${sortExpr}, nodes.id) ${cmp} (${value}, ${marker.id})`);
   }
   return q.orderBy(sortExpr, sortDir).orderBy('nodes.id', sortDir).limit(query.limit).execute();
 }
@@ -141,6 +144,9 @@ function allocationUuid(eb: ExpressionBuilder<Database, 'nodes'>) {
 function allColumns(store: Store) {
   return store.db.selectFrom('nodes').selectAll('nodes').select(chassisUuid).select(allocationUuid);
 }
+
+/** Sort keys whose columns are NOT NULL (the timestamps every row gets on insert, the uuid). */
+const NOT_NULL_SORT_KEYS: ReadonlySet<string> = new Set(['created_at', 'updated_at', 'uuid']);
 
 /** The node columns that hold flags. */
 const FLAG_COLUMNS: ReadonlySet<string> = new Set(Object.entries(COLUMN_KINDS.nodes).filter(([, kind]) => kind === 'flag').map(([column]) => column));

@@ -15,7 +15,7 @@ const BAREMETAL_MIGRATIONS = [
   '0001_initial', '0002_node_order', '0003_agent_token', '0004_node_inventory',
   '0005_inspection_rules', '0006_node_traits', '0007_chassis', '0008_portgroups',
   '0009_volume', '0010_node_raid_console_protected', '0011_node_storage_bios_automated_clean', '0012_node_owner',
-  '0013_allocations', '0014_deploy_templates', '0015_node_retired_lessee_shard', '0016_port_smartnic', '0017_ring_events',
+  '0013_allocations', '0014_deploy_templates', '0015_node_retired_lessee_shard', '0016_port_smartnic', '0017_ring_events', '0018_node_partial_indexes', '0019_conductor_proxydhcp',
 ];
 
 const TABLES = [

@@ -81,7 +81,7 @@ describe.each(engines)('conductors and compute pages on %s', (engine) => {
     const pages = usePagesApp(db);
 
     it('shows heartbeat, endpoints and the counters each conductor publishes, and "not reported" for the rest', async () => {
-      await registerConductor(db.store, { hostname: 'c1', group: 'rack1', drivers: [], rpcUrl, tftpAddress: '10.0.0.5:69', httpUrl: 'http://10.0.0.5:8080' }, 60);
+      await registerConductor(db.store, { hostname: 'c1', group: 'rack1', drivers: [], rpcUrl, tftpAddress: '10.0.0.5:69', httpUrl: 'http://10.0.0.5:8080', proxyDhcpAddress: '10.0.0.5:67+4011' }, 60);
       // Nothing listens on port 9 of 127.0.0.1: a conductor that does not answer.
       await registerConductor(db.store, { hostname: 'c2', group: 'rack1', drivers: [], rpcUrl: 'http://127.0.0.1:9' }, 60);
       await registerConductor(db.store, { hostname: 'c3', group: '', drivers: [] }, 60);
@@ -91,8 +91,8 @@ describe.each(engines)('conductors and compute pages on %s', (engine) => {
       expect(res.status).toBe(200);
       const text = textOf(res.body);
       expect(text).toContain('3 conductor(s), 2 alive');
-      expect(text).toMatch(/c1 rack1 alive \d+(\.\d)? s http:\/\/127\.0\.0\.1:\d+ 10\.0\.0\.5:69 http:\/\/10\.0\.0\.5:8080 not reported/);
-      expect(text).toMatch(/c3 \(default\) dead \(heartbeat expired\) (59 min|1 h)/);
+      expect(text).toMatch(/c1 rack1 alive \d+(\.\d)? s http:\/\/127\.0\.0\.1:\d+ 10\.0\.0\.5:69 http:\/\/10\.0\.0\.5:8080 10\.0\.0\.5:67\+4011/);
+      expect(text).toMatch(/c3 \(default\) dead \(heartbeat expired\) (59 min|1 h( 0 min)?) not reported not reported not reported not reported Counters/);
       expect(text).toContain('c1 17 / 15 / 2 / 3 / 0 21 / 0 / 5 / 6 / 1 (12582912 bytes, 12.0 MiB) 11 / 10 / 4 4 (200 ms) 37 ms (ring change to version 4; 9 taken over, 1 pending) 42');
       expect(text).toMatch(/c2 not reported: the conductor did not answer \(.+\)/);
       expect(asked.sort()).toEqual(['/metrics', '/v1/reconcile']);

@@ -1,9 +1,9 @@
 /**
  * `GET /ui/conductors`: every conductor — group, alive or dead by the database clock, heartbeat age,
- * the boot endpoints it publishes in its row (TFTP, HTTP), and the counters it publishes on its RPC
+ * the boot endpoints it publishes in its row (TFTP, HTTP, ProxyDHCP), and the counters it publishes on its RPC
  * listener (`conductor-stats.ts`): TFTP transfers, HTTP boot requests by outcome and bytes sent,
- * ProxyDHCP answers, reconcile passes. What a conductor does not publish (its ProxyDHCP address, the
- * HTTP boot counters of one that runs no HTTP boot server) is shown as "not reported"; a conductor
+ * ProxyDHCP answers, reconcile passes. What a conductor does not publish (an endpoint of a server it
+ * does not run, the HTTP boot counters of one that runs no HTTP boot server) is shown as "not reported"; a conductor
  * that does not answer shows why. `GET /ui/conductors/fragment` is the live part.
  */
 import type { FastifyInstance } from 'fastify';
@@ -30,6 +30,7 @@ interface ConductorLine {
   rpcUrl: string | null;
   tftp: string | null;
   http: string | null;
+  proxyDhcp: string | null;
   stats: StatsResult | null;
 }
 
@@ -48,7 +49,7 @@ async function readLines(deps: WebDeps, cache: Map<string, { at: number; result:
   const { store, config } = deps;
   const [rows, endpoints, now] = await Promise.all([
     listConductors(store, config.conductor.heartbeat_timeout),
-    store.db.selectFrom('conductors').select(['hostname', 'tftp_address', 'http_url']).execute(),
+    store.db.selectFrom('conductors').select(['hostname', 'tftp_address', 'http_url', 'proxydhcp_address']).execute(),
     store.now(),
   ]);
   const byHost = new Map(endpoints.map((e) => [e.hostname, e]));
@@ -76,6 +77,7 @@ async function readLines(deps: WebDeps, cache: Map<string, { at: number; result:
         rpcUrl: c.rpcUrl,
         tftp: byHost.get(c.hostname)?.tftp_address ?? null,
         http: byHost.get(c.hostname)?.http_url ?? null,
+        proxyDhcp: byHost.get(c.hostname)?.proxydhcp_address ?? null,
         stats,
       };
     }),
@@ -96,7 +98,7 @@ function identityTable(lines: readonly ConductorLine[]): Html {
 <thead><tr><th scope="col">Conductor</th><th scope="col">Group</th><th scope="col">State</th><th scope="col">Heartbeat age</th><th scope="col">RPC</th><th scope="col">TFTP</th><th scope="col">HTTP boot</th><th scope="col">ProxyDHCP</th></tr></thead>
 <tbody>
 ${lines.map(
-  (c) => html`<tr><th scope="row">${c.hostname}</th><td>${c.group === '' ? html`<span class="muted">(default)</span>` : c.group}</td><td>${state(c)}</td><td>${duration(c.heartbeatAge)}</td><td class="mono">${c.rpcUrl ?? NOT_REPORTED}</td><td class="mono">${c.tftp ?? NOT_REPORTED}</td><td class="mono">${c.http ?? NOT_REPORTED}</td><td>${NOT_REPORTED}</td></tr>`,
+  (c) => html`<tr><th scope="row">${c.hostname}</th><td>${c.group === '' ? html`<span class="muted">(default)</span>` : c.group}</td><td>${state(c)}</td><td>${duration(c.heartbeatAge)}</td><td class="mono">${c.rpcUrl ?? NOT_REPORTED}</td><td class="mono">${c.tftp ?? NOT_REPORTED}</td><td class="mono">${c.http ?? NOT_REPORTED}</td><td class="mono">${c.proxyDhcp ?? NOT_REPORTED}</td></tr>`,
 )}
 </tbody></table></div>`;
 }
@@ -128,7 +130,7 @@ function section(lines: readonly ConductorLine[], now: Date): Html {
 <h2 id="conductors-h">${lines.length} conductor(s), ${lines.filter((c) => c.alive).length} alive</h2>
 <p class="live-note">Alive and heartbeat age by the database clock, as of ${now.toISOString()}. Updates by itself on heartbeats and membership changes.</p>
 ${lines.length === 0 ? html`<p>No conductor has registered yet.</p>` : html`${identityTable(lines)}${countersTable(lines)}`}
-<p class="muted">"Not reported": the conductor does not publish that figure — the ProxyDHCP address is not in the conductor's row, and a conductor without an HTTP boot server publishes no HTTP boot outcomes.</p>
+<p class="muted">"Not reported": the conductor does not publish that figure — it runs no such server (no TFTP, HTTP boot or ProxyDHCP endpoint in its row; no HTTP boot outcomes from a conductor without an HTTP boot server).</p>
 </section>`;
 }
 

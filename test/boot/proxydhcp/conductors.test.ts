@@ -118,6 +118,12 @@ describe('ProxyDHCP answers follow the ring', () => {
     const b = await startConductor('cond-b');
     const portsA = a.proxyDhcpAddress!;
     const portsB = b.proxyDhcpAddress!;
+    // Each row publishes where its responder listens (the dashboard's conductors page reads it).
+    const rows = await store.db.selectFrom('conductors').select(['hostname', 'proxydhcp_address']).where('hostname', 'in', ['cond-a', 'cond-b']).orderBy('hostname').execute();
+    expect(rows).toEqual([
+      { hostname: 'cond-a', proxydhcp_address: `${portsA.host}:${portsA.dhcpPort}+${portsA.pxePort}` },
+      { hostname: 'cond-b', proxydhcp_address: `${portsB.host}:${portsB.dhcpPort}+${portsB.pxePort}` },
+    ]);
     // Both views agree on every node's owner, and the ring splits the nodes between them.
     await waitUntil(
       () => a.view.ring('')?.hosts.length === 2 && b.view.ring('')?.hosts.length === 2 && nodes.every((n) => ownerOf(a, n) === ownerOf(b, n)),
