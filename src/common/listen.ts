@@ -1,4 +1,5 @@
 /** Binding servers to `host:port` addresses, with one-line errors that say what to change. */
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { ListenError } from './errors.js';
 
@@ -29,6 +30,7 @@ export function listenError(err: unknown, address: string, what: string, option:
  */
 export async function listenFastify(app: FastifyInstance, address: string, what: string, option: string): Promise<string> {
   const { host, port } = splitAddress(address);
+  dropUnusedConnectionsOnClose(app);
   try {
     await app.listen({ host, port });
   } catch (err) {
@@ -38,4 +40,45 @@ export async function listenFastify(app: FastifyInstance, address: string, what:
   const actualPort = typeof bound === 'object' && bound ? bound.port : port;
   const shownHost = host.includes(':') ? `[${host}]` : host;
   return `http://${shownHost}:${actualPort}`;
+}
+
+/**
+ * On close, ends every connection that has no request in flight — idle keep-alive ones and those a
+ * client opened without sending a request yet (browsers open such spare connections ahead of use):
+ * Node's `closeIdleConnections`, which Fastify calls, leaves the latter open, and they held the
+ * close until the headers timeout (60 s). A request in flight still runs to its end.
+ */
+function dropUnusedConnectionsOnClose(app: FastifyInstance): void {
+  const sockets = new Set<Socket>();
+  /** Requests in flight per connection (more than one only with pipelining). */
+  const inFlight = new Map<Socket, number>();
+  let closing = false;
+  const dropIfUnused = (socket: Socket) => {
+    if (closing && !inFlight.has(socket)) socket.destroy();
+  };
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      inFlight.delete(socket);
+    });
+    dropIfUnused(socket);
+  });
+  app.server.on('request', (req: { socket: Socket }, res: { once(event: 'close', fn: () => void): void }) => {
+    const { socket } = req;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const left = (inFlight.get(socket) ?? 1) - 1;
+      if (left > 0) inFlight.set(socket, left);
+      else {
+        inFlight.delete(socket);
+        dropIfUnused(socket);
+      }
+    });
+  });
+  app.addHook('preClose', (done) => {
+    closing = true;
+    for (const socket of sockets) dropIfUnused(socket);
+    done();
+  });
 }

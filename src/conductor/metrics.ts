@@ -7,6 +7,11 @@ import type { HttpBootStats } from '../boot/http-boot.js';
 import type { ProxyDhcpStats } from '../boot/proxydhcp/index.js';
 import type { TftpStats } from '../boot/tftp/index.js';
 
+/** One series a boot server's counters fill: a total, a total per label value, or a gauge. */
+type ServerSeries<S> =
+  | { kind: 'counter' | 'gauge'; name: string; help: string; value: (stats: S) => number }
+  | { kind: 'counter'; name: string; help: string; label: string; values: (stats: S) => Record<string, number> };
+
 export class ConductorMetrics {
   readonly registry = new Registry();
   readonly nodesOwned: Gauge;
@@ -100,81 +105,9 @@ export class ConductorMetrics {
     this.httpBootStats = stats;
   }
 
-  /** HTTP boot metrics, filled from the server's own counters at scrape time (no outcomes, zeros when none runs). */
-  private registerHttpBoot(): void {
-    const read = (): HttpBootStats | null => this.httpBootStats();
-    new Counter({
-      name: 'ironring_http_boot_requests_total',
-      help: 'HTTP boot requests answered, by outcome (served: 200/206 sent in full; not_modified: 304; not_found: 404; refused: other 4xx; failed: 5xx or cut before its end).',
-      labelNames: ['outcome'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        const s = read();
-        if (!s) return;
-        this.inc({ outcome: 'served' }, s.served);
-        this.inc({ outcome: 'not_modified' }, s.notModified);
-        this.inc({ outcome: 'not_found' }, s.notFound);
-        this.inc({ outcome: 'refused' }, s.refused);
-        this.inc({ outcome: 'failed' }, s.failed);
-      },
-    });
-    new Counter({
-      name: 'ironring_http_boot_sent_bytes_total',
-      help: 'File bytes the HTTP boot server wrote to responses (bodies of 200/206; not headers or error texts).',
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        const s = read();
-        if (s) this.inc(s.bytesSent);
-      },
-    });
-    new Gauge({
-      name: 'ironring_http_boot_requests_active',
-      help: 'HTTP boot requests being answered.',
-      registers: [this.registry],
-      collect() {
-        this.set(read()?.active ?? 0);
-      },
-    });
-  }
-
   /** Reads the ProxyDHCP responder's counters from `stats` whenever /metrics is scraped. */
   watchProxyDhcp(stats: () => ProxyDhcpStats | null): void {
     this.proxyDhcpStats = stats;
-  }
-
-  /** ProxyDHCP metrics, filled from the responder's counters at scrape time (nothing when none runs). */
-  private registerProxyDhcp(): void {
-    const read = (): ProxyDhcpStats | null => this.proxyDhcpStats();
-    new Counter({
-      name: 'ironring_proxydhcp_answers_total',
-      help: 'ProxyDHCP replies sent, by kind (offer: to a DHCPDISCOVER on port 67; ack: to a DHCPREQUEST on 67 or 4011).',
-      labelNames: ['kind'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        const s = read();
-        if (!s) return;
-        this.inc({ kind: 'offer' }, s.offers);
-        this.inc({ kind: 'ack' }, s.acks);
-      },
-    });
-    const counter = (name: string, help: string, value: (s: ProxyDhcpStats) => number): void => {
-      new Counter({
-        name,
-        help,
-        registers: [this.registry],
-        collect() {
-          this.reset();
-          const s = read();
-          if (s) this.inc(value(s));
-        },
-      });
-    };
-    counter('ironring_proxydhcp_ignored_total', 'Well-formed DHCP packets ProxyDHCP did not answer (not a PXE client, MAC not served here, request for another server…).', (s) => s.ignored);
-    counter('ironring_proxydhcp_malformed_total', 'Datagrams on the ProxyDHCP ports that were not DHCP packets, dropped.', (s) => s.malformed);
-    counter('ironring_proxydhcp_send_failures_total', 'ProxyDHCP replies the socket failed to send.', (s) => s.sendFailures);
   }
 
   /** Reads the embedded TFTP server's counters from `stats` whenever /metrics is scraped. */
@@ -182,51 +115,93 @@ export class ConductorMetrics {
     this.tftpStats = stats;
   }
 
+  /** HTTP boot metrics, filled from the server's own counters at scrape time (no outcomes, zeros when none runs). */
+  private registerHttpBoot(): void {
+    this.registerServer(() => this.httpBootStats(), [
+      {
+        kind: 'counter',
+        name: 'ironring_http_boot_requests_total',
+        help: 'HTTP boot requests answered, by outcome (served: 200/206 sent in full; not_modified: 304; not_found: 404; refused: other 4xx; failed: 5xx or cut before its end).',
+        label: 'outcome',
+        values: (s) => ({ served: s.served, not_modified: s.notModified, not_found: s.notFound, refused: s.refused, failed: s.failed }),
+      },
+      { kind: 'counter', name: 'ironring_http_boot_sent_bytes_total', help: 'File bytes the HTTP boot server wrote to responses (bodies of 200/206; not headers or error texts).', value: (s) => s.bytesSent },
+      { kind: 'gauge', name: 'ironring_http_boot_requests_active', help: 'HTTP boot requests being answered.', value: (s) => s.active },
+    ]);
+  }
+
+  /** ProxyDHCP metrics, filled from the responder's counters at scrape time (nothing when none runs). */
+  private registerProxyDhcp(): void {
+    this.registerServer(() => this.proxyDhcpStats(), [
+      {
+        kind: 'counter',
+        name: 'ironring_proxydhcp_answers_total',
+        help: 'ProxyDHCP replies sent, by kind (offer: to a DHCPDISCOVER on port 67; ack: to a DHCPREQUEST on 67 or 4011).',
+        label: 'kind',
+        values: (s) => ({ offer: s.offers, ack: s.acks }),
+      },
+      { kind: 'counter', name: 'ironring_proxydhcp_ignored_total', help: 'Well-formed DHCP packets ProxyDHCP did not answer (not a PXE client, MAC not served here, request for another server…).', value: (s) => s.ignored },
+      { kind: 'counter', name: 'ironring_proxydhcp_malformed_total', help: 'Datagrams on the ProxyDHCP ports that were not DHCP packets, dropped.', value: (s) => s.malformed },
+      { kind: 'counter', name: 'ironring_proxydhcp_send_failures_total', help: 'ProxyDHCP replies the socket failed to send.', value: (s) => s.sendFailures },
+    ]);
+  }
+
   /** TFTP metrics, filled from the server's own counters at scrape time (nothing when none runs). */
   private registerTftp(): void {
-    const read = (): TftpStats | null => this.tftpStats();
-    const counter = (name: string, help: string, value: (s: TftpStats) => number, labelNames: string[] = []): void => {
-      new Counter({
-        name,
-        help,
-        labelNames,
-        registers: [this.registry],
-        collect() {
+    this.registerServer(() => this.tftpStats(), [
+      {
+        kind: 'counter',
+        name: 'ironring_tftp_transfers_total',
+        help: 'TFTP read transfers that ended, by outcome (completed: last block acknowledged; failed: timeout, peer error, read error, shutdown).',
+        label: 'outcome',
+        values: (s) => ({ completed: s.completed, failed: s.failed }),
+      },
+      { kind: 'counter', name: 'ironring_tftp_transfers_started_total', help: 'TFTP read transfers begun (file opened, first packet sent).', value: (s) => s.started },
+      {
+        kind: 'counter',
+        name: 'ironring_tftp_requests_refused_total',
+        help: 'TFTP requests answered with an error and no transfer (not found, access violation, write request, mail mode, bad option values).',
+        value: (s) => s.refused,
+      },
+      {
+        kind: 'counter',
+        name: 'ironring_tftp_requests_over_limit_total',
+        help: 'TFTP requests refused with "server busy" because [pxe] tftp_max_transfers or tftp_max_transfers_per_client was reached.',
+        value: (s) => s.overLimit,
+      },
+      { kind: 'counter', name: 'ironring_tftp_datagrams_ignored_total', help: 'Datagrams on the TFTP port that were not well-formed requests, dropped without an answer.', value: (s) => s.ignored },
+      { kind: 'counter', name: 'ironring_tftp_busy_polled_total', help: 'Datagrams a TFTP transfer read by busy polling rather than through the event loop.', value: (s) => s.busyPolled },
+      { kind: 'gauge', name: 'ironring_tftp_transfers_active', help: 'TFTP transfers in progress.', value: (s) => s.active },
+    ]);
+  }
+
+  /**
+   * Registers a boot server's series, each read from `read()` (the server's own counters; null when
+   * it does not run) whenever /metrics is scraped: counters are set to the server's totals (a
+   * labelled one per label value; no series while none runs), gauges to the value or 0.
+   */
+  private registerServer<S>(read: () => S | null, series: ReadonlyArray<ServerSeries<S>>): void {
+    const registers = [this.registry];
+    for (const spec of series) {
+      const { name, help } = spec;
+      if (spec.kind === 'gauge') {
+        new Gauge({ name, help, registers, collect() {
+          const s = read();
+          this.set(s === null ? 0 : spec.value(s));
+        } });
+      } else if ('label' in spec) {
+        new Counter({ name, help, labelNames: [spec.label], registers, collect() {
           this.reset();
           const s = read();
-          if (s && labelNames.length === 0) this.inc(value(s));
-        },
-      });
-    };
-    new Counter({
-      name: 'ironring_tftp_transfers_total',
-      help: 'TFTP read transfers that ended, by outcome (completed: last block acknowledged; failed: timeout, peer error, read error, shutdown).',
-      labelNames: ['outcome'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        const s = read();
-        if (!s) return;
-        this.inc({ outcome: 'completed' }, s.completed);
-        this.inc({ outcome: 'failed' }, s.failed);
-      },
-    });
-    counter('ironring_tftp_transfers_started_total', 'TFTP read transfers begun (file opened, first packet sent).', (s) => s.started);
-    counter('ironring_tftp_requests_refused_total', 'TFTP requests answered with an error and no transfer (not found, access violation, write request, mail mode, bad option values).', (s) => s.refused);
-    counter(
-      'ironring_tftp_requests_over_limit_total',
-      'TFTP requests refused with "server busy" because [pxe] tftp_max_transfers or tftp_max_transfers_per_client was reached.',
-      (s) => s.overLimit,
-    );
-    counter('ironring_tftp_datagrams_ignored_total', 'Datagrams on the TFTP port that were not well-formed requests, dropped without an answer.', (s) => s.ignored);
-    counter('ironring_tftp_busy_polled_total', 'Datagrams a TFTP transfer read by busy polling rather than through the event loop.', (s) => s.busyPolled);
-    new Gauge({
-      name: 'ironring_tftp_transfers_active',
-      help: 'TFTP transfers in progress.',
-      registers: [this.registry],
-      collect() {
-        this.set(read()?.active ?? 0);
-      },
-    });
+          if (s !== null) for (const [value, total] of Object.entries(spec.values(s))) this.inc({ [spec.label]: value }, total);
+        } });
+      } else {
+        new Counter({ name, help, registers, collect() {
+          this.reset();
+          const s = read();
+          if (s !== null) this.inc(spec.value(s));
+        } });
+      }
+    }
   }
 }

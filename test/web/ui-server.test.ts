@@ -1,46 +1,17 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import bcrypt from 'bcryptjs';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { prefersHtml } from '../../src/api/routes/root.js';
-import { buildApi } from '../../src/api/server.js';
-import { createLogger } from '../../src/common/logger.js';
-import { loadConfig } from '../../src/config/load.js';
-import { openDatabase } from '../../src/db/connect.js';
-import type { Store } from '../../src/db/connect.js';
-import { migrateDatabase } from '../../src/db/migrate.js';
 import { useInProcessApi, LATEST } from '../helpers/api-test.js';
+import { basic, useBasicAuthApi } from '../helpers/basic-auth-api.js';
 import { useMigratedDatabase } from '../helpers/databases.js';
 
-const logger = createLogger({ level: 'silent', pretty: false });
-const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
 
 describe('the dashboard behind http_basic', () => {
-  let dir: string;
-  let store: Store;
-  let app: FastifyInstance;
+  const api = useBasicAuthApi('ui-auth');
   const admin = { authorization: basic('admin', 's3cret') };
 
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'ironring-ui-auth-'));
-    const file = path.join(dir, 'htpasswd');
-    writeFileSync(file, `admin:${bcrypt.hashSync('s3cret', 4)}\n`);
-    store = await openDatabase(`sqlite://${path.join(dir, 'ui.db')}`);
-    await migrateDatabase(store);
-    const config = loadConfig({ env: { IRONRING_AUTH_STRATEGY: 'http_basic', IRONRING_HTTP_BASIC_AUTH_USER_FILE: file } }).config;
-    app = buildApi({ store, config, logger });
-  });
-  afterAll(async () => {
-    await app.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
   it.each(['/ui', '/ui/nodes', '/ui/nodes/x', '/ui/events', '/ui/static/style.css', '/ui/static/htmx.min.js', '/ui/nodes/x/actions/manage', '/ui/no-such-page'])('asks a browser for credentials at %s', async (url) => {
-    const res = await app.inject({ url, headers: { accept: BROWSER_ACCEPT } });
+    const res = await api.app.inject({ url, headers: { accept: BROWSER_ACCEPT } });
     expect(res.statusCode).toBe(401);
     expect(res.headers['www-authenticate']).toBe('Basic realm="ironring"');
     expect(res.body).not.toContain('<table');
@@ -48,47 +19,47 @@ describe('the dashboard behind http_basic', () => {
 
   it('refuses a POST action without credentials, and with wrong ones', async () => {
     const form = { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' };
-    expect((await app.inject({ method: 'POST', url: '/ui/nodes/x/actions/manage', headers: form, payload: '' })).statusCode).toBe(401);
-    expect((await app.inject({ method: 'POST', url: '/ui/nodes/x/actions/manage', headers: { ...form, authorization: basic('admin', 'nope') }, payload: '' })).statusCode).toBe(401);
+    expect((await api.app.inject({ method: 'POST', url: '/ui/nodes/x/actions/manage', headers: form, payload: '' })).statusCode).toBe(401);
+    expect((await api.app.inject({ method: 'POST', url: '/ui/nodes/x/actions/manage', headers: { ...form, authorization: basic('admin', 'nope') }, payload: '' })).statusCode).toBe(401);
   });
 
   it('sends a browser at / to the dashboard, which then needs credentials; JSON clients still get the version document', async () => {
-    const html = await app.inject({ url: '/', headers: { accept: BROWSER_ACCEPT } });
+    const html = await api.app.inject({ url: '/', headers: { accept: BROWSER_ACCEPT } });
     expect(html.statusCode).toBe(303);
     expect(html.headers.location).toBe('/ui');
     expect(html.body).toBe('');
-    const json = await app.inject({ url: '/' });
+    const json = await api.app.inject({ url: '/' });
     expect(json.statusCode).toBe(200);
     expect(json.json()).toMatchObject({ name: 'ironring', default_version: { id: 'v1' } });
-    expect((await app.inject({ url: '/', headers: { accept: 'application/json' } })).json()).toMatchObject({ name: 'ironring' });
-    expect((await app.inject({ url: '/', headers: { accept: '*/*' } })).statusCode).toBe(200);
+    expect((await api.app.inject({ url: '/', headers: { accept: 'application/json' } })).json()).toMatchObject({ name: 'ironring' });
+    expect((await api.app.inject({ url: '/', headers: { accept: '*/*' } })).statusCode).toBe(200);
   });
 
   it('serves the pages and the static files with the right credentials', async () => {
-    const res = await app.inject({ url: '/ui/nodes', headers: { ...admin, accept: BROWSER_ACCEPT } });
+    const res = await api.app.inject({ url: '/ui/nodes', headers: { ...admin, accept: BROWSER_ACCEPT } });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.headers['content-security-policy']).toContain("script-src 'self'");
     expect(res.headers['x-frame-options']).toBe('DENY');
-    const css = await app.inject({ url: '/ui/static/style.css', headers: admin });
+    const css = await api.app.inject({ url: '/ui/static/style.css', headers: admin });
     expect(css.statusCode).toBe(200);
     expect(css.headers['content-type']).toBe('text/css; charset=utf-8');
     expect(css.headers['cache-control']).toBe('public, max-age=3600');
     expect(css.body).toContain('prefers-color-scheme: dark');
-    const again = await app.inject({ url: '/ui/static/style.css', headers: { ...admin, 'if-none-match': css.headers.etag as string } });
+    const again = await api.app.inject({ url: '/ui/static/style.css', headers: { ...admin, 'if-none-match': css.headers.etag as string } });
     expect(again.statusCode).toBe(304);
     for (const name of ['htmx.min.js', 'htmx-ext-sse.js']) {
-      const js = await app.inject({ url: `/ui/static/${name}`, headers: admin });
+      const js = await api.app.inject({ url: `/ui/static/${name}`, headers: admin });
       expect(js.statusCode).toBe(200);
       expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
       expect(js.body.length).toBeGreaterThan(1000);
     }
-    expect((await app.inject({ url: '/ui/static/..%2Fpackage.json', headers: admin })).statusCode).toBe(404);
-    expect((await app.inject({ url: '/ui/static/package.json', headers: admin })).statusCode).toBe(404);
+    expect((await api.app.inject({ url: '/ui/static/..%2Fpackage.json', headers: admin })).statusCode).toBe(404);
+    expect((await api.app.inject({ url: '/ui/static/package.json', headers: admin })).statusCode).toBe(404);
   });
 
   it('keeps the dashboard out of the OpenAPI document', async () => {
-    const doc = (await app.inject({ url: '/v1/openapi.json', headers: admin })).json() as { paths: Record<string, unknown> };
+    const doc = (await api.app.inject({ url: '/v1/openapi.json', headers: admin })).json() as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/ui'))).toEqual([]);
   });
 });
