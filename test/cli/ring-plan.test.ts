@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HashRing } from '../../src/ring/index.js';
+import type { HostPlan, RingChangePlan } from '../../src/ring/ring-plan.js';
 import { REPO_ROOT, runCli } from '../helpers/cli.js';
 
 /** The JSON `ironring ring plan --format json` prints. */
@@ -11,16 +12,8 @@ interface Plan {
   partitions: number;
   replicas: number;
   nodes: { source: string; count: number };
-  hosts: { name: string; weight: number | null; weightAfter: number | null; share: number | null; shareAfter: number | null; nodes: number; nodesAfter: number }[];
-  change: {
-    added: string[];
-    removed: string[];
-    moved: number;
-    movedFraction: number;
-    idealFraction: number;
-    replicaSetsChanged: number;
-    flows: { from: string; to: string; nodes: number }[];
-  } | null;
+  hosts: HostPlan[];
+  change: Omit<RingChangePlan, 'movedKeys'> | null;
 }
 
 function plan(args: string[]): Plan {

@@ -80,15 +80,8 @@ interface Plan {
   replicas: number;
   nodes: { source: string; count: number };
   hosts: HostPlan[];
-  change: {
-    added: string[];
-    removed: string[];
-    moved: number;
-    movedFraction: number;
-    idealFraction: number;
-    replicaSetsChanged: number;
-    flows: { from: string; to: string; nodes: number }[];
-  } | null;
+  /** The planner's change without its per-key list (the JSON stays small for a large fleet). */
+  change: Omit<RingChangePlan, 'movedKeys'> | null;
 }
 
 function buildPlan(opts: PlanOptions): Plan {
@@ -128,8 +121,8 @@ function buildPlan(opts: PlanOptions): Plan {
 
 /** The change as printed: the list of moved keys stays out of the output. */
 function withoutKeys(change: RingChangePlan): Plan['change'] {
-  const { added, removed, moved, movedFraction, idealFraction, replicaSetsChanged, flows } = change;
-  return { added, removed, moved, movedFraction, idealFraction, replicaSetsChanged, flows };
+  const { movedKeys: _movedKeys, ...shown } = change;
+  return shown;
 }
 
 function parseHosts(list: string, flag: string): RingHost[] {
