@@ -1,6 +1,7 @@
 /**
- * Who may call a conductor's listener, and how the API proves it may. `/v1/rpc/…` needs the RPC
- * credentials of `[json_rpc] auth_strategy`; the conductor's `/metrics`, `/v1/status` and
+ * Who may call a conductor's listener, and how the API proves it may. `/v1/rpc/…` and every other
+ * path that is not a status path (`/v1/nodes/{uuid}/boot-files`…) need the RPC credentials of
+ * `[json_rpc] auth_strategy`; the conductor's `/metrics`, `/v1/status` and
  * `/v1/reconcile` are guarded like the API's own routes (public under the API's `noauth`, its
  * htpasswd users under `http_basic`), and RPC callers may read them too.
  */

@@ -18,9 +18,10 @@ export async function instanceCell(api: Store, uuid: string): Promise<CellMappin
   return row ? toCell(row) : null;
 }
 
-/** Every mapped instance's cell id, by instance uuid. */
-export async function instanceCellIds(api: Store): Promise<Map<string, number | null>> {
-  const rows = await api.db.selectFrom('instance_mappings').select(['instance_uuid', 'cell_id']).execute();
+/** The cell id of each of `uuids` that has a mapping, by instance uuid (one query; none for no uuid). */
+export async function instanceCellIds(api: Store, uuids: readonly string[]): Promise<Map<string, number | null>> {
+  if (uuids.length === 0) return new Map();
+  const rows = await api.db.selectFrom('instance_mappings').select(['instance_uuid', 'cell_id']).where('instance_uuid', 'in', uuids).execute();
   return new Map(rows.map((m) => [m.instance_uuid, m.cell_id]));
 }
 

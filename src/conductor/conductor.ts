@@ -34,6 +34,7 @@ import { kernelParamWords } from '../drivers/direct/agent-ramdisk.js';
 import { createDriverRegistry } from '../drivers/index.js';
 import type { DriverRegistry } from '../drivers/index.js';
 import { AllocationWorker } from './allocations.js';
+import { bootFilesRoute } from './boot-files-rpc.js';
 import { startBootServices } from './boot-services.js';
 import { DiscoveryBoot } from './discovery-boot.js';
 import { inspectorSettings } from './inspection.js';
@@ -480,6 +481,7 @@ export class Conductor {
       return this.metrics.registry.metrics();
     });
     app.get('/v1/reconcile', async () => this.reconciler.last);
+    bootFilesRoute(app, { store: this.deps.store, config: this.deps.config, hostname: this.hostname, group: this.group, conductorId: () => this.conductorId, ringOwner: (uuid) => this.view.ring(this.group)?.owner(uuid) });
     rpcRoutes(app, this.operations);
     return app;
   }

@@ -33,6 +33,7 @@ import { cellInitial } from './migrations/cell-0001-initial.js';
 import { cellInstanceFault } from './migrations/cell-0002-instance-fault.js';
 import { cellMappedHotUpdates } from './migrations/cell-0003-mapped-hot-updates.js';
 import { cellServiceInstanceToken } from './migrations/cell-0004-service-instance-token.js';
+import { cellInstanceOrder } from './migrations/cell-0005-instance-order.js';
 
 import { MIGRATION_SETS } from './migration-sets.js';
 import type { MigrationSet } from './migration-sets.js';
@@ -68,7 +69,13 @@ function migrationsOf(set: MigrationSet, engine: Engine): Record<string, Migrati
     case 'api':
       return { '0001_initial': apiInitial(engine) };
     case 'cell':
-      return { '0001_initial': cellInitial(engine), '0002_instance_fault': cellInstanceFault(), '0003_mapped_hot_updates': cellMappedHotUpdates(engine), '0004_service_instance_token': cellServiceInstanceToken() };
+      return {
+        '0001_initial': cellInitial(engine),
+        '0002_instance_fault': cellInstanceFault(),
+        '0003_mapped_hot_updates': cellMappedHotUpdates(engine),
+        '0004_service_instance_token': cellServiceInstanceToken(),
+        '0005_instance_order': cellInstanceOrder(),
+      };
   }
 }
 

@@ -10,6 +10,7 @@ import type { Store } from '../../src/db/connect.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { cellMappedHotUpdates } from '../../src/db/migrations/cell-0003-mapped-hot-updates.js';
 import { cellServiceInstanceToken } from '../../src/db/migrations/cell-0004-service-instance-token.js';
+import { cellInstanceOrder } from '../../src/db/migrations/cell-0005-instance-order.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
 import { addNode, addService, mappedBits } from './fixtures.js';
 
@@ -60,16 +61,17 @@ for (const engine of engines) {
     it('applies to a cell database that holds rows, keeps them, and discovery still maps and marks', async () => {
       // Back to the schema of 0002, with rows in it, as an existing deployment would be (the later
       // migrations are undone first, newest first, as a downgrade would).
+      await cellInstanceOrder().down!(db.store.db);
       await cellServiceInstanceToken().down!(db.store.db);
       await cellMappedHotUpdates(engine).down!(db.store.db);
-      await sql`delete from ironring_migrations_cell where name in (${'0003_mapped_hot_updates'}, ${'0004_service_instance_token'})`.execute(db.store.db);
+      await sql`delete from ironring_migrations_cell where name in (${'0003_mapped_hot_updates'}, ${'0004_service_instance_token'}, ${'0005_instance_order'})`.execute(db.store.db);
       for (const host of ['c1', 'c2']) await addService(db.store, host);
       for (const host of ['c1', 'c1', 'c2', 'c3']) await addNode(db.store, host);
       await db.store.db.updateTable('compute_nodes').set({ mapped: true }).where('host', '=', 'c3').execute();
       if (engine === 'postgres') expect(await mentionsMapped('compute_nodes')).toHaveLength(1);
 
       const reports = await migrateDatabase(db.store, ['cell']);
-      expect(reports).toEqual([{ set: 'cell', applied: ['0003_mapped_hot_updates', '0004_service_instance_token'] }]);
+      expect(reports).toEqual([{ set: 'cell', applied: ['0003_mapped_hot_updates', '0004_service_instance_token', '0005_instance_order'] }]);
       expect(await mappedBits(db.store, 'compute_nodes')).toEqual({ c1: [false, false], c2: [false], c3: [true] });
       expect(await mappedBits(db.store, 'services')).toEqual({ c1: [false], c2: [false] });
 

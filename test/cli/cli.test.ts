@@ -124,7 +124,7 @@ describe('ironring manage db migrate', () => {
     try {
       const first = runCli(['manage', 'db', 'migrate', '--database', target.url, '--format', 'json']);
       expect(first.code, first.stderr).toBe(0);
-      expect(JSON.parse(first.stdout).applied).toEqual([...BAREMETAL_MIGRATIONS.map((m) => `baremetal/${m}`), 'api/0001_initial', 'cell/0001_initial', 'cell/0002_instance_fault', 'cell/0003_mapped_hot_updates', 'cell/0004_service_instance_token']);
+      expect(JSON.parse(first.stdout).applied).toEqual([...BAREMETAL_MIGRATIONS.map((m) => `baremetal/${m}`), 'api/0001_initial', 'cell/0001_initial', 'cell/0002_instance_fault', 'cell/0003_mapped_hot_updates', 'cell/0004_service_instance_token', 'cell/0005_instance_order']);
       const second = runCli(['manage', 'db', 'migrate', '--database', target.url]);
       expect(second.code).toBe(0);
       expect(second.stdout).toMatch(/is up to date; nothing to apply/);
@@ -132,7 +132,7 @@ describe('ironring manage db migrate', () => {
       expect(JSON.parse(version.stdout).sets).toEqual([
         { set: 'baremetal', applied: BAREMETAL_MIGRATIONS },
         { set: 'api', applied: ['0001_initial'] },
-        { set: 'cell', applied: ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token'] },
+        { set: 'cell', applied: ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token', '0005_instance_order'] },
       ]);
     } finally {
       await target.drop();
@@ -156,7 +156,7 @@ describe('ironring manage db migrate', () => {
     );
     expect(runs.map((r) => r.code)).toEqual([0, 0, 0]);
     const applied = runs.flatMap((r) => JSON.parse(r.out).applied as string[]);
-    expect(applied.sort()).toEqual(['api/0001_initial', ...BAREMETAL_MIGRATIONS.map((m) => `baremetal/${m}`), 'cell/0001_initial', 'cell/0002_instance_fault', 'cell/0003_mapped_hot_updates', 'cell/0004_service_instance_token']);
+    expect(applied.sort()).toEqual(['api/0001_initial', ...BAREMETAL_MIGRATIONS.map((m) => `baremetal/${m}`), 'cell/0001_initial', 'cell/0002_instance_fault', 'cell/0003_mapped_hot_updates', 'cell/0004_service_instance_token', 'cell/0005_instance_order']);
   });
 
   it('names the unreachable database with its password masked, exit code 1', () => {

@@ -50,7 +50,7 @@ describe.each(engines)('migrations on %s', (engine) => {
   it('creates every table of the schema on an empty database', async () => {
     expect(await tableNames()).toEqual([]);
     const reports = await migrateDatabase(store);
-    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token'] : s === 'baremetal' ? BAREMETAL_MIGRATIONS : ['0001_initial']]));
+    expect(reports.map((r) => [r.set, r.applied])).toEqual(MIGRATION_SETS.map((s) => [s, s === 'cell' ? ['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token', '0005_instance_order'] : s === 'baremetal' ? BAREMETAL_MIGRATIONS : ['0001_initial']]));
     const names = await tableNames();
     for (const table of TABLES) expect(names).toContain(table);
   });
@@ -82,7 +82,7 @@ describe.each(engines)('migrations on %s', (engine) => {
     } finally {
       await other.close();
     }
-    expect(await appliedMigrations(store, 'cell')).toEqual(['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token']);
+    expect(await appliedMigrations(store, 'cell')).toEqual(['0001_initial', '0002_instance_fault', '0003_mapped_hot_updates', '0004_service_instance_token', '0005_instance_order']);
   });
 
   describe('with the schema applied', () => {

@@ -120,6 +120,8 @@ describe.each(engines)('conductors and compute pages on %s', (engine) => {
 
   describe('compute with a cell', () => {
     let compute: ComputeStores;
+    /** The servers' uuids in creation order (srv-0 first). */
+    let ids: string[] = [];
     beforeEach(async () => {
       // A cell URL with a password (PostgreSQL), which the page must never show.
       const connection = engine === 'postgres' ? db.url.replace(/^postgres:\/\/[^@]*@/, 'postgres://u:s3cret@') : db.url;
@@ -134,6 +136,7 @@ describe.each(engines)('conductors and compute pages on %s', (engine) => {
       await db.store.db.insertInto('host_mappings').values({ cell_id: cell.id, host: 'cmp-up' }).execute();
       await db.store.db.insertInto('compute_nodes').values(Array.from({ length: 3 }, () => { const uuid = randomUUID(); return { uuid, host: 'cmp-up', hypervisor_hostname: uuid }; })).execute();
       const servers = Array.from({ length: 60 }, (_, i) => ({ uuid: randomUUID(), display_name: i === 59 ? '<script>x</script>' : `srv-${i}`, vm_state: 'active', host: 'cmp-up', created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString() }));
+      ids = servers.map((srv) => srv.uuid);
       await db.store.db.insertInto('instances').values(servers).execute();
       await db.store.db.insertInto('instance_mappings').values(servers.map((s) => ({ instance_uuid: s.uuid, cell_id: cell.id }))).execute();
     });
@@ -151,24 +154,46 @@ describe.each(engines)('conductors and compute pages on %s', (engine) => {
       expect(res.body).not.toContain(db.url);
     });
 
-    it('pages the servers, 50 a page, with bookmarkable page links', async () => {
+    it('pages the servers, 50 a page, after a bookmarkable marker, with the total in the heading', async () => {
       const first = await pages.get('/ui/compute');
-      expect(first.body).toContain('srv-0');
-      expect(first.body).toContain('srv-49');
-      expect(first.body).not.toContain('srv-50');
-      expect(first.body).toContain('<a href="/ui/compute?page=2">Next →</a>');
-      const second = await pages.get('/ui/compute?page=2');
-      expect(second.body).toContain('srv-58');
+      expect(first.status).toBe(200);
+      expect(first.body).toContain('srv-0<');
+      expect(first.body).toContain('srv-49<');
+      expect(first.body).not.toContain('srv-50<');
+      expect(textOf(first.body)).toContain('50 of 60 server(s) shown');
+      expect(first.body).toContain(`<a href="/ui/compute?marker=${ids[49]}">Next →</a>`);
+      expect(first.body).not.toContain('First page');
+      expect(first.body).toContain('hx-get="/ui/compute/fragment" ');
+
+      const second = await pages.get(`/ui/compute?marker=${ids[49]}`);
+      expect(second.status).toBe(200);
+      expect(textOf(second.body)).toContain('1 cell(s), 2 compute service(s), 60 server(s)');
+      expect(second.body).toContain('srv-50<');
+      expect(second.body).toContain('srv-58<');
       expect(second.body).not.toContain('srv-49<');
+      expect(textOf(second.body)).toContain('10 of 60 server(s) shown');
       expect(second.body).toContain('&lt;script&gt;x&lt;/script&gt;');
       expect(second.body).not.toContain('<script>x');
-      expect(second.body).toContain('hx-get="/ui/compute/fragment?page=2"');
+      expect(second.body).toContain('<a href="/ui/compute">First page</a>');
+      expect(second.body).not.toContain('Next →');
+      expect(second.body).toContain(`hx-get="/ui/compute/fragment?marker=${ids[49]}"`);
+
+      // The fragment of a later page is that page; a marker in upper case is the same server.
+      const fragment = await pages.get(`/ui/compute/fragment?marker=${ids[54]!.toUpperCase()}`);
+      expect(fragment.body).toMatch(/^<section id="compute"/);
+      expect(fragment.body).toContain('srv-55<');
+      expect(fragment.body).not.toContain('srv-54<');
     });
 
-    it.each([['/ui/compute?page=0'], ['/ui/compute?page=x'], ['/ui/compute/fragment?page=100001']])('answers %s with a 400 naming page', async (url) => {
+    it.each([
+      ['/ui/compute?marker=not-a-uuid', 'not a server uuid'],
+      ['/ui/compute?marker=6f1c3a52-7c1c-4ad5-9d55-1a3f6f2a8e11', 'no server has this uuid'],
+      ['/ui/compute/fragment?marker=6f1c3a52-7c1c-4ad5-9d55-1a3f6f2a8e11', 'no server has this uuid'],
+    ])('answers %s with a 400 naming marker', async (url, reason) => {
       const res = await pages.get(url);
       expect(res.status).toBe(400);
-      expect(res.body).toContain('Bad query parameter <code>page</code>');
+      expect(res.body).toContain('Bad query parameter <code>marker</code>');
+      expect(res.body).toContain(reason);
     });
   });
 });

@@ -5,7 +5,12 @@
  * - `POST /compute/v1/servers` `{ name?, resource_class, image: { kernel, kernel_checksum, ramdisk,
  *   ramdisk_checksum } }` → 202 with the server (`status` BUILD); the scheduler library picks and
  *   claims a node at once (409 with the reason when none fits), the node's compute service deploys it.
- * - `GET /compute/v1/servers`, `GET /compute/v1/servers/{id}`.
+ * - `GET /compute/v1/servers?limit=&marker=`: a page of servers of every cell, oldest first
+ *   (created_at, then uuid), as Nova pages them: `limit` at most `[api] max_limit`, which is also
+ *   the page without one (0 too); `marker` the uuid of the last server of the previous page (400
+ *   "marker [<id>] not found" when it is no server); `servers_links` with a `next` link when more
+ *   servers follow the page.
+ * - `GET /compute/v1/servers/{id}`.
  * - `DELETE /compute/v1/servers/{id}` → 202 (`status` DELETING), in any state (BUILD, ACTIVE, ERROR);
  *   the compute service undeploys the node (from `active` or a failed deploy), or lets go of it where
  *   undeploy cannot take it, and removes the server. A server in ERROR shows Nova's `fault`
@@ -23,12 +28,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LazyComputeStores, openComputeStores } from '../../cells/compute-stores.js';
 import type { ComputeStores } from '../../cells/compute-stores.js';
 import type { Logger } from '../../common/logger.js';
+import { baseUrl, nextPageLink } from '../links.js';
+import { parseLimit } from '../query.js';
 import type { Config } from '../../config/options.js';
 import { BaremetalClient } from '../../compute/baremetal-client.js';
 import type { Transport } from '../../compute/baremetal-client.js';
 import { injectTransport } from '../../compute/in-process-transport.js';
 import { serverView } from '../../compute/instances.js';
-import { deleteServer, findServer, listComputeNodes, listServers, listServiceStates } from '../../compute/servers.js';
+import { deleteServer, findServer, listComputeNodes, listServersPage, listServiceStates } from '../../compute/servers.js';
 import { scheduleServer } from '../../scheduler/schedule.js';
 
 export interface ComputeRouteOptions {
@@ -60,6 +67,11 @@ const ServerCreate = Type.Object(
 );
 
 const ServerId = Type.Object({ id: Type.String({ pattern: UUID, description: 'Server uuid.' }) });
+
+const ServerListQuery = Type.Object({
+  limit: Type.Optional(Type.String({ description: 'Most servers on the page (at most [api] max_limit, which is also the default).' })),
+  marker: Type.Optional(Type.String({ maxLength: 255, description: 'Uuid of the last server of the previous page.' })),
+});
 
 /** The lent stores, or stores opened from the configuration on first use and closed with the app. */
 function storesFrom(app: FastifyInstance, options: ComputeRouteOptions): () => Promise<ComputeStores> {
@@ -98,7 +110,14 @@ export async function computeServerRoutes(app: FastifyInstance, options: Compute
     return reply.code(202).header('Location', `/compute/v1/servers/${instance.uuid}`).send(serverView(instance, cell.name));
   });
 
-  api.get('/compute/v1/servers', { schema: { tags: ['compute'] } }, async () => ({ servers: await listServers(await stores()) }));
+  api.get('/compute/v1/servers', { schema: { querystring: ServerListQuery, tags: ['compute'] } }, async (request) => {
+    const { limit: rawLimit, marker } = request.query;
+    const limit = parseLimit(rawLimit, options.config.api.max_limit);
+    const page = await listServersPage(await stores(), { limit, ...(marker !== undefined ? { marker } : {}) });
+    if (page.next === null) return { servers: page.servers };
+    const href = nextPageLink(baseUrl(request, options.config.api.public_endpoint), request, limit, page.next);
+    return { servers: page.servers, servers_links: [{ rel: 'next', href }] };
+  });
 
   api.get('/compute/v1/servers/:id', { schema: { params: ServerId, tags: ['compute'] } }, async (request) => {
     const { row, cell } = await findServer(await stores(), request.params.id);

@@ -93,7 +93,14 @@ export function serverCommand(): Command {
   withClientOptions(server.command('list').description('list servers of every cell'))
     .action(async (_opts: unknown, command: Command) => {
       const { base, format } = clientContext(command);
-      const { servers } = await apiRequest<{ servers: ServerJson[] }>(base, 'GET', '/compute/v1/servers');
+      // The API answers a page at a time ([api] max_limit); the next page starts after the last server.
+      const servers: ServerJson[] = [];
+      for (let marker: string | undefined; ; ) {
+        const page = await apiRequest<{ servers: ServerJson[]; servers_links?: unknown[] }>(base, 'GET', `/compute/v1/servers${marker === undefined ? '' : `?marker=${encodeURIComponent(marker)}`}`);
+        servers.push(...page.servers);
+        marker = page.servers.at(-1)?.id;
+        if (page.servers_links === undefined || marker === undefined) break;
+      }
       emit(format, servers, () =>
         renderTable(servers, [
           { header: 'ID', value: (s) => s.id },

@@ -1,7 +1,9 @@
 /**
  * `GET /ui/compute`: the compute tier — cells (never their database URLs), compute services (up or
- * down by the database clock, host mapped to its cell or not, nodes exposed) and servers, a page at
- * a time (`?page=N`). The queries are the compute API's own (`compute/servers.ts`). Shown only where
+ * down by the database clock, host mapped to its cell or not, nodes exposed) and servers, 50 at a
+ * time after `?marker=<uuid>` (the last server of the previous page: keyset, so a page costs the
+ * same wherever it is and a bookmark stays put as servers come and go). The queries are the compute
+ * API's own (`compute/servers.ts`). Shown only where
  * this API serves the compute tier (its compute databases were given); otherwise it says so.
  * `GET /ui/compute/fragment` is the live part, refetched on the `compute` event.
  */
@@ -9,13 +11,14 @@ import type { FastifyInstance } from 'fastify';
 import { isCell0, listCells } from '../../cells/cells.js';
 import type { CellMapping } from '../../cells/cells.js';
 import type { ComputeStores } from '../../cells/compute-stores.js';
-import { listServers, listServiceStates } from '../../compute/servers.js';
-import type { ServiceListing } from '../../compute/servers.js';
+import { UUID_PATTERN } from '../../common/uuid.js';
+import { MarkerNotFound, countServers, listServersPage, listServiceStates } from '../../compute/servers.js';
+import type { ServerPage, ServiceListing } from '../../compute/servers.js';
 import type { PageModule, WebDeps } from '../deps.js';
 import { html } from '../html.js';
 import type { Html } from '../html.js';
 import { liveAttrs } from '../sse.js';
-import { answer, badge, integer, queryString } from './page-kit.js';
+import { BadParameter, answer, badge, queryString, single } from './page-kit.js';
 import type { Query } from './page-kit.js';
 
 /** Servers per page. */
@@ -44,34 +47,44 @@ ${services.length === 0 ? html`<p class="muted">No compute service has registere
 
 const STATUS_TONE: Readonly<Record<string, 'ok' | 'warn' | 'bad' | 'info'>> = { ACTIVE: 'ok', BUILD: 'info', DELETING: 'warn', ERROR: 'bad' };
 
-async function section(stores: ComputeStores, downTime: number, pageNo: number): Promise<Html> {
-  const [cells, services, servers] = await Promise.all([listCells(stores.api), listServiceStates(stores, downTime), listServers(stores)]);
-  const pages = Math.max(1, Math.ceil(servers.length / SERVERS_PER_PAGE));
-  const current = Math.min(pageNo, pages);
-  const shown = servers.slice((current - 1) * SERVERS_PER_PAGE, current * SERVERS_PER_PAGE);
-  const link = (n: number, label: string) => html`<a href="/ui/compute${queryString([['page', n === 1 ? undefined : n]])}">${label}</a>`;
-  return html`<section id="compute" aria-labelledby="compute-h" ${liveAttrs(`/ui/compute/fragment${queryString([['page', current === 1 ? undefined : current]])}`, 'compute')}>
-<h2 id="compute-h">${cells.length} cell(s), ${services.filter((s) => s.nodes !== null).length} compute service(s), ${servers.length} server(s)</h2>
+/** The page of servers after `marker`; an unknown marker is the page's 400 naming it. */
+async function serverPage(stores: ComputeStores, marker: string | undefined): Promise<ServerPage> {
+  try {
+    return await listServersPage(stores, { limit: SERVERS_PER_PAGE, ...(marker !== undefined ? { marker } : {}) });
+  } catch (err) {
+    if (err instanceof MarkerNotFound) throw new BadParameter('marker', 'no server has this uuid (deleted since?)');
+    throw err;
+  }
+}
+
+async function section(stores: ComputeStores, downTime: number, marker: string | undefined): Promise<Html> {
+  const [cells, services, total, page] = await Promise.all([listCells(stores.api), listServiceStates(stores, downTime), countServers(stores), serverPage(stores, marker)]);
+  const shown = page.servers;
+  const at = (m: string | undefined) => queryString([['marker', m]]);
+  const caption = marker === undefined ? 'Servers, first page' : `Servers after ${marker}`;
+  return html`<section id="compute" aria-labelledby="compute-h" ${liveAttrs(`/ui/compute/fragment${at(marker)}`, 'compute')}>
+<h2 id="compute-h">${cells.length} cell(s), ${services.filter((s) => s.nodes !== null).length} compute service(s), ${total} server(s)</h2>
 <p class="live-note">Up and down by the database clock (down after ${downTime} s without a report). Updates by itself when services or servers change.</p>
 ${cellsTable(cells, services)}
 ${servicesTable(services)}
-<div class="table-wrap" tabindex="0" role="region" aria-label="Servers, page ${current} of ${pages}"><table>
-<caption>Servers, page ${current} of ${pages}</caption>
+<div class="table-wrap" tabindex="0" role="region" aria-label="${caption}"><table>
+<caption>${caption}</caption>
 <thead><tr><th scope="col">Server</th><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Resource class</th><th scope="col">Host</th><th scope="col">Node</th><th scope="col">Cell</th><th scope="col">Created</th></tr></thead>
 <tbody>${shown.map(
   (s) => html`<tr><th scope="row" class="mono">${s.id}</th><td>${s.name ?? ''}</td><td>${badge(s.status, STATUS_TONE[s.status] ?? 'info')}${s.fault !== null ? html` <span class="muted">${s.fault.message}</span>` : ''}</td><td>${s.resource_class ?? ''}</td><td>${s.host ?? '—'}</td><td class="mono">${s.node === null ? '—' : html`<a href="/ui/nodes/${s.node}">${s.node}</a>`}</td><td>${s.cell ?? '—'}</td><td>${s.created_at}</td></tr>`,
 )}</tbody></table></div>
-${servers.length === 0 ? html`<p class="muted">No server yet.</p>` : ''}
-<nav class="pager" aria-label="Server pages">${current > 1 ? link(current - 1, '← Previous') : ''}<span>Page ${current} of ${pages}</span>${current < pages ? link(current + 1, 'Next →') : ''}</nav>
+${shown.length > 0 ? '' : marker === undefined ? html`<p class="muted">No server yet.</p>` : html`<p class="muted">No server after this one.</p>`}
+<nav class="pager" aria-label="Server pages">${marker !== undefined ? html`<a href="/ui/compute">First page</a>` : ''}<span>${shown.length} of ${total} server(s) shown</span>${page.next !== null ? html`<a href="/ui/compute${at(page.next)}">Next →</a>` : ''}</nav>
 </section>`;
 }
 
 async function build(deps: WebDeps, query: Query): Promise<Html> {
-  const pageNo = integer(query, 'page', 1, 100_000, 1);
+  const marker = single(query, 'marker')?.toLowerCase();
+  if (marker !== undefined && !UUID_PATTERN.test(marker)) throw new BadParameter('marker', 'not a server uuid');
   if (deps.compute === undefined) {
     return html`<section id="compute" aria-labelledby="compute-h"><h2 id="compute-h">Compute tier not served here</h2><p>This API has no compute databases ([api_database] url): the compute tier is served by <code>ironring up</code> or an API started with them.</p></section>`;
   }
-  return section(deps.compute, deps.config.compute.service_down_time, pageNo);
+  return section(deps.compute, deps.config.compute.service_down_time, marker);
 }
 
 export const computePages: PageModule = (app: FastifyInstance, deps: WebDeps) => {

@@ -2,15 +2,11 @@
  * The figures a conductor publishes about itself, read where it publishes them: its Prometheus
  * `/metrics` and `GET /v1/reconcile` (the last pass's report) on its RPC listener, with the RPC
  * credentials of `[json_rpc] auth_strategy` (the API's way to reach a conductor), 1.5 s at most, the
- * answer cut at 1 MiB. A conductor that does not answer gives its reason, never a made-up number.
+ * answer cut at 1 MiB (`../conductor-get.ts`). A conductor that does not answer gives its reason,
+ * never a made-up number.
  */
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { rpcClientCa, rpcClientCredentials } from '../../auth/rpc-auth.js';
 import type { Config } from '../../config/options.js';
-
-const TIMEOUT_MS = 1500;
-const MAX_BYTES = 1024 * 1024;
+import { conductorGet } from '../conductor-get.js';
 
 /** The published counters of one conductor (null: the conductor does not publish that one). */
 export interface ConductorStats {
@@ -82,34 +78,11 @@ export function parseStats(metrics: string, reconcile: unknown): ConductorStats 
   };
 }
 
-/** GETs `url` with the RPC credentials; the body text, or throws with the reason. */
-function get(config: Config, base: string, path: string): Promise<string> {
-  const headers = rpcClientCredentials(config)('GET', path, '');
-  const target = new URL(path, base);
-  const ca = target.protocol === 'https:' ? rpcClientCa(config) : undefined;
-  return new Promise((resolve, reject) => {
-    const req = (target.protocol === 'https:' ? httpsRequest : httpRequest)(target, { method: 'GET', headers, timeout: TIMEOUT_MS, ...(ca ? { ca } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_BYTES) return req.destroy(new Error('answer larger than 1 MiB'));
-        chunks.push(chunk);
-      });
-      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`answered ${res.statusCode ?? '?'}`))));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${TIMEOUT_MS} ms`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /** Reads the counters a conductor publishes at `rpcUrl`. */
 export async function readConductorStats(config: Config, rpcUrl: string): Promise<StatsResult> {
   if (!/^https?:\/\//.test(rpcUrl)) return { ok: false, reason: 'it publishes no http(s) RPC address' };
   try {
-    const [metrics, reconcile] = await Promise.all([get(config, rpcUrl, '/metrics'), get(config, rpcUrl, '/v1/reconcile')]);
+    const [metrics, reconcile] = await Promise.all([conductorGet(config, rpcUrl, '/metrics'), conductorGet(config, rpcUrl, '/v1/reconcile')]);
     let last: unknown = null;
     try {
       last = reconcile.trim() === '' ? null : JSON.parse(reconcile);

@@ -5,8 +5,9 @@
  * Its live parts (`/ui/nodes/{uuid}/live/summary|details`) refetch on `node-<uuid>` (and `ring`).
  *
  * Boot files: a node's boot files (`tftp_root/<uuid>/…`, its per-MAC links, its DHCP entries) live
- * on its owner conductor's disk, and no API reads them back. The page says which conductor holds
- * them and whether its boot state is current there (affinity = owner) — nothing it cannot know.
+ * on its owner conductor's disk. The page says which conductor holds them and whether its boot
+ * state is current there (affinity = owner), and lists them as that conductor reports them on its
+ * RPC listener (`node-boot-files.ts`); an owner that does not answer is "not reported".
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { nodeOwners } from '../../cluster/conductor-rings.js';
@@ -18,6 +19,7 @@ import type { Html } from '../html.js';
 import { page } from '../layout.js';
 import { liveAttrs } from '../sse.js';
 import { actionForms } from './actions.js';
+import { bootFilesTable, readBootFiles } from './node-boot-files.js';
 import { maintenanceBadge, powerBadge, provisionBadge } from './node-parts.js';
 
 /** History entries the page shows. */
@@ -42,35 +44,24 @@ async function readNode(app: FastifyInstance, request: FastifyRequest, ident: st
   return res.body as ApiNode;
 }
 
-/** The node's two live parts: state and ring (top), ports, history and fields (below the actions). */
-async function liveSections(app: FastifyInstance, deps: WebDeps, request: FastifyRequest, node: ApiNode): Promise<{ summary: Html; details: Html }> {
-  const [ports, history, rings] = await Promise.all([
-    callApi(app, request, 'GET', `/v1/nodes/${node.uuid}/ports/detail`),
-    deps.store.db
-      .selectFrom('node_history')
-      .innerJoin('nodes', 'nodes.id', 'node_history.node_id')
-      .select(['node_history.created_at', 'node_history.severity', 'node_history.event_type', 'node_history.event', 'node_history.conductor', 'node_history.user'])
-      .where('nodes.uuid', '=', node.uuid)
-      .orderBy('node_history.id', 'desc')
-      .limit(HISTORY_SHOWN)
-      .execute(),
-    deps.rings.current(),
-  ]);
-  const owners = nodeOwners(rings, deps.config.conductor.replicas);
+/** The node's summary (live): state, and its place on the ring with its boot files as the owner lists them. */
+async function summarySection(deps: WebDeps, node: ApiNode): Promise<Html> {
+  const owners = nodeOwners(await deps.rings.current(), deps.config.conductor.replicas);
   const owner = owners.owner(node);
   const replicas = owners.replicas(node);
   const affinity = typeof node.conductor_affinity === 'string' ? node.conductor_affinity : null;
-  const portRows = ((ports.body as { ports?: Array<Record<string, unknown>> } | null)?.ports ?? []).map(
-    (p) => html`<tr><td class="mono">${String(p.address ?? '')}</td><td>${p.pxe_enabled === false ? 'no' : 'yes'}</td><td class="mono">${String(p.uuid ?? '')}</td></tr>`,
-  );
-  const rest = Object.keys(node).filter((k) => !HEADLINE.includes(k) && k !== 'links' && k !== 'ports' && k !== 'portgroups' && k !== 'states' && k !== 'volume').sort();
-  const bootState =
-    owner === null
-      ? html`<p>${provisionBadge('no live conductor', null)} No live conductor in group <code>${node.conductor_group}</code>: nobody serves this node's boot files now.</p>`
-      : affinity === owner
+  let bootState: Html;
+  if (owner === null) {
+    bootState = html`<p>${provisionBadge('no live conductor', null)} No live conductor in group <code>${node.conductor_group}</code>: nobody serves this node's boot files now.</p>`;
+  } else {
+    const where =
+      affinity === owner
         ? html`<p>Boot files (boot config, per-MAC links, kernel/ramdisk links, DHCP entries) are kept on <strong>${owner}</strong>, its owner; its boot state there is current (affinity = owner).</p>`
         : html`<p>Its owner is <strong>${owner}</strong>; its boot state was last made on <strong>${affinity ?? 'no conductor'}</strong> — ${owner} takes it over at its next reconcile pass if the node's state needs boot files.</p>`;
-  const summary = html`<div id="node-summary" ${liveAttrs(`/ui/nodes/${node.uuid}/live/summary`, [`node-${node.uuid}`, 'ring'])}>
+    bootState = html`${where}
+${bootFilesTable(owner, await readBootFiles(deps, owner, node.uuid))}`;
+  }
+  return html`<div id="node-summary" ${liveAttrs(`/ui/nodes/${node.uuid}/live/summary`, [`node-${node.uuid}`, 'ring'])}>
 <p class="live-note">Updates live.</p>
 <div class="grid2">
 <section aria-labelledby="h-state"><h2 id="h-state">State</h2>
@@ -90,7 +81,26 @@ ${HEADLINE.filter((k) => !['provision_state', 'power_state', 'maintenance'].incl
 </section>
 </div>
 </div>`;
-  const details = html`<div id="node-details" ${liveAttrs(`/ui/nodes/${node.uuid}/live/details`, `node-${node.uuid}`)}>
+}
+
+/** The node's details (live): ports, history and every field. */
+async function detailsSection(app: FastifyInstance, deps: WebDeps, request: FastifyRequest, node: ApiNode): Promise<Html> {
+  const [ports, history] = await Promise.all([
+    callApi(app, request, 'GET', `/v1/nodes/${node.uuid}/ports/detail`),
+    deps.store.db
+      .selectFrom('node_history')
+      .innerJoin('nodes', 'nodes.id', 'node_history.node_id')
+      .select(['node_history.created_at', 'node_history.severity', 'node_history.event_type', 'node_history.event', 'node_history.conductor', 'node_history.user'])
+      .where('nodes.uuid', '=', node.uuid)
+      .orderBy('node_history.id', 'desc')
+      .limit(HISTORY_SHOWN)
+      .execute(),
+  ]);
+  const portRows = ((ports.body as { ports?: Array<Record<string, unknown>> } | null)?.ports ?? []).map(
+    (p) => html`<tr><td class="mono">${String(p.address ?? '')}</td><td>${p.pxe_enabled === false ? 'no' : 'yes'}</td><td class="mono">${String(p.uuid ?? '')}</td></tr>`,
+  );
+  const rest = Object.keys(node).filter((k) => !HEADLINE.includes(k) && k !== 'links' && k !== 'ports' && k !== 'portgroups' && k !== 'states' && k !== 'volume').sort();
+  return html`<div id="node-details" ${liveAttrs(`/ui/nodes/${node.uuid}/live/details`, `node-${node.uuid}`)}>
 <section aria-labelledby="h-ports"><h2 id="h-ports">Ports</h2>
 ${portRows.length === 0 ? html`<p class="muted">No ports.</p>` : html`<div class="table-wrap"><table><thead><tr><th scope="col">MAC address</th><th scope="col">PXE</th><th scope="col">UUID</th></tr></thead><tbody>${portRows}</tbody></table></div>`}
 </section>
@@ -103,20 +113,19 @@ ${history.length === 0 ? html`<p class="muted">No events.</p>` : html`<div class
 <dl class="fields">${rest.map((k) => html`<dt>${k}</dt><dd>${value(node[k])}</dd>`)}</dl>
 </section>
 </div>`;
-  return { summary, details };
 }
 
 /** The node page; `notice`/`error` are an action's outcome shown at the top (error as an alert). */
 export async function renderNodePage(app: FastifyInstance, deps: WebDeps, request: FastifyRequest, ident: string, outcome: { notice?: string; error?: string } = {}): Promise<string> {
   const node = await readNode(app, request, ident);
-  const live = await liveSections(app, deps, request, node);
+  const [summary, details] = await Promise.all([summarySection(deps, node), detailsSection(app, deps, request, node)]);
   const title = node.name ?? node.uuid;
   const body = html`<p><a href="/ui/nodes">← All nodes</a></p>
-${live.summary}
+${summary}
 <section aria-labelledby="h-actions"><h2 id="h-actions">Actions</h2>
 <div id="action-result" aria-live="polite">${outcome.error !== undefined ? html`<p class="alert" role="alert">${outcome.error}</p>` : ''}${outcome.notice !== undefined ? html`<p class="notice" role="status">${outcome.notice}</p>` : ''}</div>
 ${actionForms(node.uuid)}</section>
-${live.details}`;
+${details}`;
   return page({ title: `Node ${title}`, nav: 'nodes', body }).text;
 }
 
@@ -133,6 +142,6 @@ export function nodePage(app: FastifyInstance, deps: WebDeps): void {
     if (part !== 'summary' && part !== 'details') throw new NotFound(`no part ${JSON.stringify(part.slice(0, 40))} of a node page; parts: summary, details`);
     const node = await readNode(app, request, request.params.ident);
     reply.type('text/html; charset=utf-8').header('Cache-Control', 'no-store');
-    return (await liveSections(app, deps, request, node))[part].text;
+    return (part === 'summary' ? await summarySection(deps, node) : await detailsSection(app, deps, request, node)).text;
   });
 }
