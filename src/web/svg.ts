@@ -111,6 +111,17 @@ function clock(at: Date): string {
   return at.toISOString().slice(11, 19);
 }
 
+/** Tick steps of the time axis (seconds): whole, round amounts, so labels of whole seconds never mislead. */
+const TICK_STEPS_S = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21_600, 43_200, 86_400];
+
+/** Times of the axis ticks between `t0` and `t1` (ms): multiples of the smallest round step giving at most 6. */
+export function timeTicks(t0: number, t1: number): number[] {
+  const stepMs = 1000 * (TICK_STEPS_S.find((s) => (t1 - t0) / (s * 1000) <= 6) ?? Math.ceil((t1 - t0) / 6000));
+  const out: number[] = [];
+  for (let t = Math.ceil(t0 / stepMs) * stepMs; t <= t1; t += stepMs) out.push(t);
+  return out;
+}
+
 /**
  * The take-over timeline from `from` to `to`: ring events as vertical lines labelled with what
  * happened to whom (+ joined, − left, ✕ died), passes as bars from start to end whose height is the
@@ -130,10 +141,13 @@ export function timelineChart(options: { id: string; from: Date; to: Date; marks
   const plotBottom = height - bottom;
   const maxMoved = Math.max(1, ...passes.map((p) => p.nodesMoved));
   const y = (n: number): number => plotBottom - (n / maxMoved) * (plotBottom - top);
-  const ticks = Array.from({ length: 5 }, (_, i) => t0 + ((t1 - t0) * i) / 4);
+  const tickAnchor = (tx: number): string => (tx > width - right - 30 ? 'end' : tx < left + 30 ? 'start' : 'middle');
   const axis = html`<line x1="${left}" y1="${plotBottom}" x2="${width - right}" y2="${plotBottom}" stroke="currentColor"/>
 <line x1="${left}" y1="${top}" x2="${left}" y2="${plotBottom}" stroke="currentColor"/>
-${ticks.map((t) => html`<text x="${fixed(x(t))}" y="${plotBottom + 16}" text-anchor="middle" fill="currentColor" font-size="11">${clock(new Date(t))}</text>`)}
+${timeTicks(t0, t1).map((t) => {
+  const tx = fixed(x(t));
+  return html`<line x1="${tx}" y1="${plotBottom}" x2="${tx}" y2="${plotBottom + 4}" stroke="currentColor"/><text x="${tx}" y="${plotBottom + 16}" text-anchor="${tickAnchor(x(t))}" fill="currentColor" font-size="11">${clock(new Date(t))}</text>`;
+})}
 <text x="${left - 6}" y="${top + 4}" text-anchor="end" fill="currentColor" font-size="11">${maxMoved}</text>
 <text x="${left - 6}" y="${plotBottom}" text-anchor="end" fill="currentColor" font-size="11">0</text>
 <text x="${left}" y="${height - 6}" fill="currentColor" font-size="11">time (UTC) → · bar height: nodes taken over by a pass</text>`;
