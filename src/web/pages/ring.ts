@@ -128,7 +128,7 @@ ${view.groups.map(
   (g, i) => html`<article aria-labelledby="ring-${i}-h">
 <h3 id="ring-${i}-h">Group ${groupName(g.group)}: ${g.live.length} live conductor(s), ${g.nodes.length} node(s)</h3>
 ${g.unowned > 0 ? html`<p class="alert" role="status">${g.unowned} node(s) of this group have no live conductor: nothing manages them until one starts.</p>` : ''}
-<div class="grid2">
+<div class="ring-grid">
 ${ringDiagram({
   id: `ring-${i}`,
   title: `Ring of ${groupName(g.group)}`,
