@@ -58,15 +58,8 @@ export interface HttpBootStats {
   active: number;
 }
 
-/** Counts of one server, kept by `handle` and the response's end. */
-interface Counts {
-  served: number;
-  notModified: number;
-  notFound: number;
-  refused: number;
-  failed: number;
-  bytesSent: number;
-}
+/** Counts of one server, kept by `handle` and the response's end (`active` is read off the server). */
+type Counts = Omit<HttpBootStats, 'active'>;
 
 /** Which counter a response that ended with `status`, in full or not, goes to. */
 export function outcomeOf(status: number, finished: boolean): keyof Omit<Counts, 'bytesSent'> {

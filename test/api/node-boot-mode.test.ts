@@ -7,17 +7,16 @@
 import { describe, expect, it, vi } from 'vitest';
 import { FakeManagement } from '../../src/drivers/fake/fake-management.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { fault, useInProcessApi } from '../helpers/api-test.js';
+import { at, fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
-const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
 
 describe.each(engines)('node boot mode and secure boot on %s', (engine) => {
   const db = useMigratedDatabase(engine);
   const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown, version = 'latest') =>
-    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.send(method, url, payload, at(version));
   const show = async (ident: string, version = 'latest') => (await call('GET', `/v1/nodes/${ident}`, undefined, version)).json<Record<string, unknown>>();
   const settle = () => Promise.allSettled([...api.ops().running]);
   const history = async (ident: string) => ((await call('GET', `/v1/nodes/${ident}/history?detail=true`)).json() as { history: Array<{ event_type: string; event: string }> }).history;

@@ -9,10 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { registerConductor } from '../../src/cluster/membership.js';
 import { createDriverRegistry, LOGICAL_DISK_PROPERTIES } from '../../src/drivers/index.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { fault, useInProcessApi } from '../helpers/api-test.js';
+import { at, fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
-const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
 const RAID = { logical_disks: [{ size_gb: 100, raid_level: '1' }] };
 
 describe.each(engines)('node RAID, console and protection on %s', (engine) => {
@@ -20,7 +19,7 @@ describe.each(engines)('node RAID, console and protection on %s', (engine) => {
   const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown, version = 'latest') =>
-    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.send(method, url, payload, at(version));
   async function node(name: string, extra: Record<string, unknown> = {}): Promise<string> {
     const res = await call('POST', '/v1/nodes', { name, driver: 'fake-hardware', ...extra });
     expect(res.statusCode, res.body).toBe(201);

@@ -7,10 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { fault, useInProcessApi } from '../helpers/api-test.js';
+import { at, fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
-const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
 
 /** A network_data value in Nova's format: one NIC, one static IPv4 network, one DNS server. */
 const NETWORK_DATA = {
@@ -24,12 +23,8 @@ describe.each(engines)('node retired, lessee, network_data and shard on %s', (en
   const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT', url: string, payload?: unknown, version = 'latest') =>
-    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
-  async function node(body: Record<string, unknown>, version = 'latest'): Promise<Record<string, unknown>> {
-    const res = await call('POST', '/v1/nodes', body, version);
-    expect(res.statusCode, res.body).toBe(201);
-    return res.json<Record<string, unknown>>();
-  }
+    api.send(method, url, payload, at(version));
+  const node = (body: Record<string, unknown>, version = 'latest') => api.made('/v1/nodes', body, at(version));
   const show = async (ident: string, version = 'latest') => (await call('GET', `/v1/nodes/${ident}`, undefined, version)).json<Record<string, unknown>>();
   const patch = (ident: string, ops: unknown[], version = 'latest') => call('PATCH', `/v1/nodes/${ident}`, ops, version);
   const names = async (query: string, version = 'latest') => {

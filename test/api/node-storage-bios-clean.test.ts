@@ -8,22 +8,17 @@ import { describe, expect, it } from 'vitest';
 import { registerConductor } from '../../src/cluster/membership.js';
 import { createDriverRegistry } from '../../src/drivers/index.js';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { fault, useInProcessApi } from '../helpers/api-test.js';
+import { at, fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
-const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
 
 describe.each(engines)('node storage, BIOS and automated clean on %s', (engine) => {
   const db = useMigratedDatabase(engine);
   const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown, version = 'latest') =>
-    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
-  async function node(body: Record<string, unknown>, version = 'latest'): Promise<Record<string, unknown>> {
-    const res = await call('POST', '/v1/nodes', body, version);
-    expect(res.statusCode, res.body).toBe(201);
-    return res.json<Record<string, unknown>>();
-  }
+    api.send(method, url, payload, at(version));
+  const node = (body: Record<string, unknown>, version = 'latest') => api.made('/v1/nodes', body, at(version));
   const show = async (ident: string, version = 'latest') => (await call('GET', `/v1/nodes/${ident}`, undefined, version)).json<Record<string, unknown>>();
   const patch = (ident: string, ops: unknown[], version = 'latest') => call('PATCH', `/v1/nodes/${ident}`, ops, version);
 
@@ -156,7 +151,7 @@ describe.each(engines)('node storage, BIOS and automated clean on %s', (engine) 
     expect((one.ProcVirtualization!.links as Array<{ href: string }>)[0]!.href).toMatch(new RegExp(`/v1/nodes/${uuid}/bios/ProcVirtualization$`));
 
     // A node's settings go with it.
-    expect((await api.app().inject({ method: 'DELETE', url: '/v1/nodes/bios-1', headers: V('latest') })).statusCode).toBe(204);
+    expect((await api.app().inject({ method: 'DELETE', url: '/v1/nodes/bios-1', headers: at('latest') })).statusCode).toBe(204);
     expect(await db.store.db.selectFrom('bios_settings').selectAll().execute()).toEqual([]);
   });
 

@@ -7,10 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { fault, useInProcessApi } from '../helpers/api-test.js';
+import { at, fault, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
-const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
 const VIF1 = '6e1c7b0a-4d1f-4f6e-9a55-1c2b3d4e5f60';
 const VIF2 = '7f2d8c1b-5e2a-4a7f-8b66-2d3c4e5f6a71';
 
@@ -19,7 +18,7 @@ describe.each(engines)('node VIFs on %s', (engine) => {
   const api = useInProcessApi(db);
 
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown, version = 'latest') =>
-    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.send(method, url, payload, at(version));
   async function node(name: string): Promise<string> {
     const res = await call('POST', '/v1/nodes', { name, driver: 'fake-hardware' });
     expect(res.statusCode, res.body).toBe(201);

@@ -5,17 +5,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { testEngines, useMigratedDatabase } from '../helpers/databases.js';
-import { useInProcessApi } from '../helpers/api-test.js';
+import { at, useInProcessApi } from '../helpers/api-test.js';
 
 const engines = await testEngines();
-const V = (v: string) => ({ 'x-openstack-ironic-api-version': v });
 
 describe.each(engines)('shards on %s', (engine) => {
   const db = useMigratedDatabase(engine);
   const api = useInProcessApi(db);
 
   const req = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, version = 'latest', payload?: unknown) =>
-    api.app().inject({ method, url, headers: V(version), ...(payload !== undefined ? { payload: payload as object } : {}) });
+    api.send(method, url, payload, at(version));
 
   it('counts the nodes of each shard, most first', async () => {
     expect((await req('GET', '/v1/shards')).json()).toEqual({ shards: [] });
@@ -27,7 +26,7 @@ describe.each(engines)('shards on %s', (engine) => {
     expect(res.json()).toEqual({ shards: [{ name: 'r1', count: 3 }, { name: 'None', count: 2 }, { name: 'r2', count: 1 }] });
     // Moving a node moves its count.
     await req('GET', '/v1/nodes/d');
-    expect((await api.app().inject({ method: 'PATCH', url: '/v1/nodes/e', headers: V('latest'), payload: [{ op: 'add', path: '/shard', value: 'r2' }] })).statusCode).toBe(200);
+    expect((await api.app().inject({ method: 'PATCH', url: '/v1/nodes/e', headers: at('latest'), payload: [{ op: 'add', path: '/shard', value: 'r2' }] })).statusCode).toBe(200);
     expect((await req('GET', '/v1/shards')).json()).toEqual({ shards: [{ name: 'r1', count: 3 }, { name: 'r2', count: 2 }, { name: 'None', count: 1 }] });
   });
 
