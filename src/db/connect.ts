@@ -199,6 +199,11 @@ function openPostgres(target: Extract<DatabaseTarget, { engine: 'postgres' }>, o
   // An idle client that loses its server emits 'error' on the pool; without a listener Node would
   // crash the process. The next query reconnects, and its failure is reported where it happens.
   pool.on('error', () => undefined);
+  // A client lent out between two queries (inside a transaction, say) that loses its server emits
+  // 'error' with nobody listening — pg-pool drops its own listener while a client is lent — and that
+  // crashed the process. The query running or the next one fails with the cause instead, and the
+  // pool discards the client when it comes back (it is no longer queryable).
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const sqlNow = (): RawBuilder<Date> => sql<Date>`clock_timestamp()`;
   let closed: Promise<void> | undefined;

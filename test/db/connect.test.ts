@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { DatabaseUnavailable, DatabaseUrlError } from '../../src/common/errors.js';
 import { maskUrl } from '../../src/common/mask.js';
@@ -79,6 +80,40 @@ describe('openDatabase', () => {
       expect(Math.abs(now.getTime() - Date.now())).toBeLessThan(5000);
     } finally {
       await store.close();
+      await target.drop();
+    }
+  });
+});
+
+describe.skipIf(!engines.includes('postgres'))('a PostgreSQL connection lost while lent out', () => {
+  it('fails the transaction using it, does not crash the process, and the next query reconnects', async () => {
+    const target = await createTestDatabase('postgres');
+    const applicationName = `ironring-lost-${process.pid}`;
+    const store = await openDatabase(target.url, { applicationName });
+    const admin = await openDatabase(target.url);
+    const crashes: unknown[] = [];
+    const onUncaught = (err: unknown) => crashes.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const outcome = await store.db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`select 1`.execute(trx);
+          // The server ends this connection between two statements of the transaction.
+          await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${applicationName}`.execute(admin.db);
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          await sql`select 1`.execute(trx);
+          return 'committed';
+        })
+        .catch((err: Error) => `failed: ${err.message}`);
+      expect(outcome).toMatch(/^failed: /);
+      expect(crashes).toEqual([]);
+      const { rows } = await sql<{ x: number }>`select 2 as x`.execute(store.db);
+      expect(rows).toEqual([{ x: 2 }]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await store.close();
+      await admin.close();
       await target.drop();
     }
   });
